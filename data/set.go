@@ -1,0 +1,21 @@
+// Package data loads the training and test sets pipedbn pre-trains on: IDX
+// files (Fashion-MNIST from Debian's dataset-fashion-mnist package, or any
+// IDX pair) and small seeded synthetic sets for fast tests.
+package data
+
+// Set is a labelled data set held as one row-major float32 matrix.
+type Set struct {
+	// X holds N rows of Dim features each, row-major.
+	X []float32
+	// Labels holds one class index per row, in [0, Classes).
+	Labels []uint8
+	// N is the number of examples, Dim the features per example.
+	N, Dim int
+	// Classes is the number of label classes (10 for Fashion-MNIST).
+	Classes int
+	// Name says where the set came from, for logs and errors.
+	Name string
+}
+
+// Row returns example i's features (a view into X).
+func (s *Set) Row(i int) []float32 { return s.X[i*s.Dim : (i+1)*s.Dim] }
