@@ -1,0 +1,121 @@
+// Command master runs pipedbn experiments: `master run` pre-trains (greedy or
+// pipelined) and fine-tunes one DBN; `master sweep` runs a grid of them.
+//
+//	master run   --config FILE [--set key=value]... [--out DIR]
+//	master sweep --config FILE [--out DIR]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+	"golang.org/x/term"
+
+	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/experiments"
+)
+
+const usage = `usage:
+  master run   --config FILE [--set key=value]... [--out DIR]   one experiment (greedy or pipelined)
+  master sweep --config FILE [--out DIR]                         a grid of experiments + a report
+
+Config keys and defaults: ../shared/CONTRACT.md and configs/ in the repository.
+`
+
+// errUsage marks errors whose fix is in the command line.
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(os.Stderr, "master: %v\n%s", err, usage)
+		os.Exit(2)
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(os.Stderr, "master: interrupted")
+		os.Exit(130)
+	default:
+		fmt.Fprintf(os.Stderr, "master: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// sets collects repeated --set key=value flags.
+type sets []string
+
+func (s *sets) String() string     { return strings.Join(*s, ",") }
+func (s *sets) Set(v string) error { *s = append(*s, v); return nil }
+
+func run(ctx context.Context, args []string, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("%w: no command given", errUsage)
+	}
+	cmd, args := args[0], args[1:]
+	fs := flag.NewFlagSet("master "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "config `FILE` (YAML)")
+	out := fs.String("out", "", "output `DIR` (default: output.dir, else runs/<name>)")
+	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
+	var overrides sets
+	switch cmd {
+	case "run":
+		fs.Var(&overrides, "set", "override one config value, `key=value` (repeatable)")
+	case "sweep":
+	case "-h", "--help", "help":
+		fmt.Fprint(stderr, usage)
+		return flag.ErrHelp
+	default:
+		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if *cfgPath == "" {
+		return fmt.Errorf("%w: --config FILE is required", errUsage)
+	}
+	lvl := hclog.LevelFromString(*level)
+	if lvl == hclog.NoLevel {
+		return fmt.Errorf("%w: --log-level %q: want trace, debug, info, warn or error", errUsage, *level)
+	}
+	tty := false
+	if f, ok := stderr.(*os.File); ok {
+		tty = term.IsTerminal(int(f.Fd()))
+	}
+	logger := hclog.New(&hclog.LoggerOptions{Name: "master", Level: lvl, Output: stderr, Color: hclog.AutoColor})
+
+	cfg, err := config.Load(*cfgPath, overrides)
+	if err != nil {
+		return err
+	}
+	switch cmd {
+	case "run":
+		res, err := experiments.Run(ctx, cfg, experiments.Options{
+			Logger: logger, Progress: stderr, Terminal: tty, OutDir: *out,
+		})
+		if err != nil {
+			return err
+		}
+		experiments.PrintSummary(stderr, res)
+		return nil
+	default:
+		return fmt.Errorf("master sweep: not built yet")
+	}
+}

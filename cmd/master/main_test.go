@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pipedbn/pipedbn/data"
+)
+
+var masterBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pipedbn-master-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	masterBin = filepath.Join(dir, "master")
+	if out, err := exec.Command("go", "build", "-o", masterBin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build master: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// master runs the built binary and returns its exit code and stderr.
+func master(t *testing.T, env []string, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(masterBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if err == nil {
+		return 0, stderr.String()
+	}
+	ee, ok := err.(*exec.ExitError)
+	if !ok {
+		t.Fatalf("run master: %v", err)
+	}
+	return ee.ExitCode(), stderr.String()
+}
+
+// writeIDXDir writes a small valid IDX data set (train and t10k files) into a
+// new folder and returns it.
+func writeIDXDir(t *testing.T, gz bool) string {
+	t.Helper()
+	dir := t.TempDir()
+	train, test := data.SyntheticPair(7, 64, 16, 16, 4)
+	suffix := ""
+	if gz {
+		suffix = ".gz"
+	}
+	if err := data.WriteIDXFiles(dir, train, data.TrainImagesFile+suffix, data.TrainLabelsFile+suffix, gz); err != nil {
+		t.Fatal(err)
+	}
+	if err := data.WriteIDXFiles(dir, test, data.TestImagesFile+suffix, data.TestLabelsFile+suffix, gz); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestBadInput runs master on bad configs and bad data files: each must exit
+// non-zero with one line on stderr that names the file and the key/value or
+// problem, and never a panic trace.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	cfgDir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(cfgDir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// idxCfg writes a config that reads the IDX files in dir.
+	idxCfg := func(name, dir string) string {
+		return write(name, fmt.Sprintf("data: {source: idx, dir: %s}\ndbn: {layers: [16, 8]}\npretrain: {mode: greedy, epochs: 1}\nfinetune: {epochs: 0}\n", dir))
+	}
+	corrupt := func(mod func(dir string)) string {
+		dir := writeIDXDir(t, false)
+		mod(dir)
+		return dir
+	}
+	badMagic := corrupt(func(dir string) {
+		p := filepath.Join(dir, data.TrainImagesFile)
+		b, _ := os.ReadFile(p)
+		binary.BigEndian.PutUint32(b, 0x00000804)
+		os.WriteFile(p, b, 0o644)
+	})
+	truncated := corrupt(func(dir string) {
+		p := filepath.Join(dir, data.TrainImagesFile)
+		b, _ := os.ReadFile(p)
+		os.WriteFile(p, b[:len(b)/2], 0o644)
+	})
+	missing := corrupt(func(dir string) { os.Remove(filepath.Join(dir, data.TestLabelsFile)) })
+	countMismatch := corrupt(func(dir string) {
+		s := data.Synthetic(3, 10, 16, 4)
+		data.WriteIDXFiles(dir, s, "x", data.TrainLabelsFile, false)
+	})
+	badGzip := writeIDXDir(t, true)
+	{
+		p := filepath.Join(badGzip, data.TrainImagesFile+".gz")
+		b, _ := os.ReadFile(p)
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		zw.Write([]byte("not an idx file at all"))
+		zw.Close()
+		copy(b, buf.Bytes()[:10]) // keep the gzip magic, break the stream
+		b = b[:len(b)-20]
+		os.WriteFile(p, b, 0o644)
+	}
+
+	cases := []struct {
+		name string
+		args []string
+		env  []string
+		want []string // substrings of the one stderr line
+	}{
+		{"missing file", []string{"--config", filepath.Join(cfgDir, "nope.yaml")}, nil, []string{"nope.yaml", "no such file"}},
+		{"yaml syntax", []string{"--config", write("syntax.yaml", "pretrain: [\n")}, nil, []string{"syntax.yaml", "not valid YAML"}},
+		{"unknown key", []string{"--config", write("unknown.yaml", "bogus: 1\n")}, nil, []string{"unknown.yaml", "unknown key bogus"}},
+		{"unknown nested key", []string{"--config", write("nested.yaml", "pretrain:\n  lerning_rate: 0.1\n")}, nil, []string{"nested.yaml", "pretrain.lerning_rate"}},
+		{"wrong type", []string{"--config", write("type.yaml", "pretrain:\n  epochs: many\n")}, nil, []string{"type.yaml", `pretrain.epochs = "many"`}},
+		{"zero epochs", []string{"--config", write("epochs.yaml", "pretrain:\n  epochs: 0\n")}, nil, []string{"epochs.yaml", "pretrain.epochs = 0", ">= 1"}},
+		{"negative batch", []string{"--config", write("batch.yaml", "pretrain:\n  batch_size: -5\n")}, nil, []string{"batch.yaml", "pretrain.batch_size = -5"}},
+		{"zero K", []string{"--config", write("k.yaml", "pretrain:\n  k_batches: 0\n")}, nil, []string{"k.yaml", "pretrain.k_batches = 0"}},
+		{"negative learning rate", []string{"--config", write("lr.yaml", "pretrain:\n  learning_rate: {initial: -0.1}\n")}, nil, []string{"lr.yaml", "pretrain.learning_rate.initial = -0.1"}},
+		{"NaN learning rate", []string{"--config", write("nan.yaml", "finetune:\n  learning_rate: .nan\n")}, nil, []string{"nan.yaml", "finetune.learning_rate = NaN"}},
+		{"momentum 1", []string{"--config", write("mom.yaml", "pretrain:\n  momentum: {final: 1.0}\n")}, nil, []string{"mom.yaml", "pretrain.momentum.final = 1", "[0, 1)"}},
+		{"unknown mode", []string{"--config", write("mode.yaml", "pretrain:\n  mode: turbo\n")}, nil, []string{"mode.yaml", `pretrain.mode = "turbo"`, "greedy, pipelined"}},
+		{"unknown units", []string{"--config", write("units.yaml", "dbn:\n  visible: poisson\n")}, nil, []string{"units.yaml", `dbn.visible = "poisson"`}},
+		{"one layer", []string{"--config", write("layers.yaml", "dbn:\n  layers: [784]\n")}, nil, []string{"layers.yaml", "dbn.layers = [784]"}},
+		{"zero layer", []string{"--config", write("layer0.yaml", "dbn:\n  layers: [784, 0]\n")}, nil, []string{"layer0.yaml", "dbn.layers[1] = 0"}},
+		{"layers vs data", []string{"--config", write("dim.yaml", "data: {source: fashion-mnist, train_limit: 10, test_limit: 10}\ndbn:\n  layers: [100, 10]\n"), "--set", "pretrain.mode=greedy"}, nil, []string{"dim.yaml", "dbn.layers[0] = 100", "784"}},
+		{"unknown source", []string{"--config", write("source.yaml", "data:\n  source: csv\n")}, nil, []string{"source.yaml", `data.source = "csv"`}},
+		{"missing data dir", []string{"--config", write("dir.yaml", "data:\n  dir: /nonexistent/fmnist\n")}, nil, []string{"dir.yaml", `data.dir = "/nonexistent/fmnist"`}},
+		{"bad nats url", []string{"--config", write("url.yaml", "cluster:\n  nats_url: localhost\n")}, nil, []string{"url.yaml", `cluster.nats_url = "localhost"`}},
+		{"bad duration", []string{"--config", write("dur.yaml", "cluster:\n  join_timeout: soon\n")}, nil, []string{"dur.yaml", "cluster.join_timeout", "soon"}},
+		{"several problems at once", []string{"--config", write("many.yaml", "pretrain:\n  epochs: 0\n  cd_k: 0\nfinetune:\n  batch_size: 0\n")}, nil, []string{"many.yaml", "pretrain.epochs = 0", "pretrain.cd_k = 0", "finetune.batch_size = 0"}},
+		{"--set unknown key", []string{"--config", write("ok1.yaml", "name: ok\n"), "--set", "pretrain.speed=11"}, nil, []string{"ok1.yaml", "--set pretrain.speed", "unknown key"}},
+		{"--set without =", []string{"--config", write("ok2.yaml", "name: ok\n"), "--set", "pretrain.epochs"}, nil, []string{"ok2.yaml", "want key=value"}},
+		{"--set bad value", []string{"--config", write("ok3.yaml", "name: ok\n"), "--set", "pretrain.k_batches=-2"}, nil, []string{"ok3.yaml", "pretrain.k_batches = -2"}},
+		{"env bad value", []string{"--config", write("ok4.yaml", "name: ok\n")}, []string{"PIPEDBN_PRETRAIN_MIDDLE=guesses"}, []string{"ok4.yaml", `pretrain.middle = "guesses"`}},
+		{"idx bad magic", []string{"--config", idxCfg("magic.yaml", badMagic)}, nil, []string{data.TrainImagesFile, "magic"}},
+		{"idx truncated", []string{"--config", idxCfg("trunc.yaml", truncated)}, nil, []string{data.TrainImagesFile, "bytes"}},
+		{"idx missing labels", []string{"--config", idxCfg("missing.yaml", missing)}, nil, []string{data.TestLabelsFile}},
+		{"idx count mismatch", []string{"--config", idxCfg("count.yaml", countMismatch)}, nil, []string{data.TrainLabelsFile, "10"}},
+		{"idx corrupt gzip", []string{"--config", idxCfg("gzip.yaml", badGzip)}, nil, []string{data.TrainImagesFile}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"run", "--out", t.TempDir()}, tc.args...)
+			code, stderr := master(t, tc.env, args...)
+			if code == 0 {
+				t.Fatalf("master %v: exit 0; want non-zero\n%s", args, stderr)
+			}
+			if strings.Contains(stderr, "panic") || strings.Contains(stderr, "goroutine ") {
+				t.Fatalf("master %v: panic trace:\n%s", args, stderr)
+			}
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			if len(lines) != 1 {
+				t.Fatalf("master %v: stderr has %d lines; want 1:\n%s", args, len(lines), stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(lines[0], w) {
+					t.Errorf("master %v: stderr = %q; want it to contain %q", args, lines[0], w)
+				}
+			}
+		})
+	}
+}
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{}, {"fly"}, {"run"}, {"run", "--config"}, {"run", "--bogus"}} {
+		code, stderr := master(t, nil, args...)
+		if code != 2 {
+			t.Errorf("master %v: exit %d; want 2\n%s", args, code, stderr)
+		}
+		if !strings.Contains(stderr, "usage:") {
+			t.Errorf("master %v: stderr = %q; want the usage", args, stderr)
+		}
+	}
+}

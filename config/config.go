@@ -1,0 +1,178 @@
+// Package config is pipedbn's one typed, validated configuration: defaults in
+// one place, then the YAML file, then PIPEDBN_* environment variables, then
+// --set overrides, then one Validate pass that reports every problem at once
+// with its key and value. It is the only package that imports viper.
+package config
+
+import (
+	"time"
+)
+
+// Config is one experiment: data, network, pre-training, cluster,
+// fine-tuning and output. The zero values of fields are never used directly:
+// Defaults holds the values a config that does not name a key gets.
+type Config struct {
+	// Name names the run and, by default, its output folder runs/<name>.
+	// Default: the config file's base name without extension.
+	Name string `mapstructure:"name"`
+	// Seed is the root of all randomness. Default 1.
+	Seed     uint64   `mapstructure:"seed"`
+	Data     Data     `mapstructure:"data"`
+	DBN      DBN      `mapstructure:"dbn"`
+	Pretrain Pretrain `mapstructure:"pretrain"`
+	Cluster  Cluster  `mapstructure:"cluster"`
+	Finetune Finetune `mapstructure:"finetune"`
+	Output   Output   `mapstructure:"output"`
+	// Sweep is only read by `master sweep`; `master run` ignores it.
+	Sweep Sweep `mapstructure:"sweep"`
+
+	// File is the path the config was read from ("" when built in code).
+	File string `mapstructure:"-"`
+}
+
+// Data says where the examples come from.
+type Data struct {
+	// Source is fashion-mnist, idx or synthetic. Default fashion-mnist.
+	Source string `mapstructure:"source"`
+	// Dir holds the four IDX files for fashion-mnist and idx.
+	// Default /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist).
+	Dir string `mapstructure:"dir"`
+	// TrainLimit keeps the first N training examples; 0 keeps all (for
+	// synthetic data, 0 means 2000).
+	TrainLimit int `mapstructure:"train_limit"`
+	// TestLimit keeps the first N test examples; 0 keeps all (synthetic: 500).
+	TestLimit int `mapstructure:"test_limit"`
+}
+
+// DBN is the network: its layer sizes and the kind of its visible units.
+type DBN struct {
+	// Layers lists unit counts, visible first; each adjacent pair is one RBM.
+	// Default [784, 500, 500, 2000].
+	Layers []int `mapstructure:"layers"`
+	// Visible is bernoulli or gaussian: the units of RBM_1's visible layer.
+	// Default bernoulli.
+	Visible string `mapstructure:"visible"`
+}
+
+// Schedule is a per-epoch value going from Initial (first epoch) to Final
+// (last epoch).
+type Schedule struct {
+	Initial float64 `mapstructure:"initial"`
+	Final   float64 `mapstructure:"final"`
+}
+
+// Pretrain configures the layer-wise pre-training of the RBMs.
+type Pretrain struct {
+	// Mode is greedy (Algorithm 1) or pipelined (Algorithm 2). Default pipelined.
+	Mode string `mapstructure:"mode"`
+	// Epochs each RBM trains for. Default 20.
+	Epochs int `mapstructure:"epochs"`
+	// BatchSize is the mini-batch size. Default 256.
+	BatchSize int `mapstructure:"batch_size"`
+	// KBatches is K: a slave publishes middle results and its hidden biases
+	// every K mini-batches. Default 10.
+	KBatches int `mapstructure:"k_batches"`
+	// CDK is the number of Gibbs steps of contrastive divergence. Default 1.
+	CDK int `mapstructure:"cd_k"`
+	// Middle is what a slave streams as its middle result: probabilities or
+	// samples. Default probabilities.
+	Middle string `mapstructure:"middle"`
+	// LearningRate goes from 0.015 to 0.002 by default (the paper's Table 1).
+	LearningRate Schedule `mapstructure:"learning_rate"`
+	// Momentum goes from 0.5 to 0.9 by default.
+	Momentum Schedule `mapstructure:"momentum"`
+	// WeightDecay is the L2 penalty on weights (not biases). Default 0.0002.
+	WeightDecay float64 `mapstructure:"weight_decay"`
+}
+
+// Cluster says where the workers are.
+type Cluster struct {
+	// NatsURL is the NATS server; "" starts an embedded one. Default "".
+	NatsURL string `mapstructure:"nats_url"`
+	// Slaves is how many slaves to wait for; 0 runs one local slave per RBM.
+	Slaves int `mapstructure:"slaves"`
+	// JoinTimeout bounds the wait for slaves. Default 60s.
+	JoinTimeout time.Duration `mapstructure:"join_timeout"`
+	// CPUsPerWorker caps every worker (the greedy trainer, or each slave) at
+	// this many CPUs, fractions allowed (0.5: half a core), emulating a
+	// cluster of equal machines on one box; 0 means no cap.
+	CPUsPerWorker float64 `mapstructure:"cpus_per_worker"`
+	// Credits bounds the windows in flight on each link between stages: a
+	// producer waits while its consumer holds this many. Default 4.
+	Credits int `mapstructure:"credits"`
+	// Transport of pipelined runs: nats (default; embedded server when
+	// NatsURL is empty) or memory (all stages in the master process, for a
+	// quick single-machine run).
+	Transport string `mapstructure:"transport"`
+}
+
+// Finetune configures supervised fine-tuning with backprop.
+type Finetune struct {
+	// Epochs of fine-tuning; 0 skips it. Default 10.
+	Epochs int `mapstructure:"epochs"`
+	// BatchSize is the mini-batch size. Default 128.
+	BatchSize int `mapstructure:"batch_size"`
+	// LearningRate of SGD. Default 0.1.
+	LearningRate float64 `mapstructure:"learning_rate"`
+	// Momentum of SGD. Default 0.9.
+	Momentum float64 `mapstructure:"momentum"`
+}
+
+// Output says where results go.
+type Output struct {
+	// Dir is the output folder; "" means runs/<name>.
+	Dir string `mapstructure:"dir"`
+}
+
+// Sweep is a grid of experiments: every combination of Vary's values runs
+// Repeats times.
+type Sweep struct {
+	// Repeats of each combination. Default 1.
+	Repeats int `mapstructure:"repeats"`
+	// Vary lists the keys to vary and their values.
+	Vary []Axis `mapstructure:"vary"`
+}
+
+// Axis is one swept key with the values it takes.
+type Axis struct {
+	Key    string `mapstructure:"key"`
+	Values []any  `mapstructure:"values"`
+}
+
+// Defaults returns the configuration a file that names nothing gets.
+func Defaults() map[string]any {
+	return map[string]any{
+		"name":                           "",
+		"seed":                           1,
+		"data.source":                    "fashion-mnist",
+		"data.dir":                       "/usr/share/datasets/fashion-mnist",
+		"data.train_limit":               0,
+		"data.test_limit":                0,
+		"dbn.layers":                     []int{784, 500, 500, 2000},
+		"dbn.visible":                    "bernoulli",
+		"pretrain.mode":                  "pipelined",
+		"pretrain.epochs":                20,
+		"pretrain.batch_size":            256,
+		"pretrain.k_batches":             10,
+		"pretrain.cd_k":                  1,
+		"pretrain.middle":                "probabilities",
+		"pretrain.learning_rate.initial": 0.015,
+		"pretrain.learning_rate.final":   0.002,
+		"pretrain.momentum.initial":      0.5,
+		"pretrain.momentum.final":        0.9,
+		"pretrain.weight_decay":          0.0002,
+		"cluster.nats_url":               "",
+		"cluster.slaves":                 0,
+		"cluster.join_timeout":           "60s",
+		"cluster.cpus_per_worker":        0,
+		"cluster.credits":                4,
+		"cluster.transport":              "nats",
+		"finetune.epochs":                10,
+		"finetune.batch_size":            128,
+		"finetune.learning_rate":         0.1,
+		"finetune.momentum":              0.9,
+		"output.dir":                     "",
+		"sweep.repeats":                  1,
+		"sweep.vary":                     []any{},
+	}
+}

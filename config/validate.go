@@ -1,0 +1,161 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// Problem is one invalid value: its key, the value found and what is wrong.
+type Problem struct {
+	Key    string
+	Value  any
+	Reason string
+}
+
+func (p Problem) String() string {
+	return fmt.Sprintf("%s = %v: %s", p.Key, format(p.Value), p.Reason)
+}
+
+func format(v any) any {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return v
+}
+
+// Problems is every problem Validate found; its Error is one line.
+type Problems []Problem
+
+func (ps Problems) Error() string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = p.String()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Validate checks every value and reports all problems at once (a Problems
+// error), or nil.
+func (c *Config) Validate() error {
+	var ps Problems
+	bad := func(key string, val any, reason string, args ...any) {
+		ps = append(ps, Problem{key, val, fmt.Sprintf(reason, args...)})
+	}
+	oneOf := func(key, val string, allowed ...string) {
+		for _, a := range allowed {
+			if val == a {
+				return
+			}
+		}
+		bad(key, val, "must be one of %s", strings.Join(allowed, ", "))
+	}
+	atLeast := func(key string, val, min int) {
+		if val < min {
+			bad(key, val, "must be >= %d", min)
+		}
+	}
+	positive := func(key string, val float64) {
+		if math.IsNaN(val) || math.IsInf(val, 0) || val <= 0 {
+			bad(key, val, "must be a finite number > 0")
+		}
+	}
+	fraction := func(key string, val float64) {
+		if !(val >= 0 && val < 1) {
+			bad(key, val, "must be in [0, 1)")
+		}
+	}
+
+	if c.Name == "" || strings.ContainsAny(c.Name, `/\`) || c.Name == "." || c.Name == ".." {
+		bad("name", c.Name, "must be a non-empty name without path separators (it names the output folder)")
+	}
+
+	oneOf("data.source", c.Data.Source, "fashion-mnist", "idx", "synthetic")
+	if c.Data.Source == "fashion-mnist" || c.Data.Source == "idx" {
+		if st, err := os.Stat(c.Data.Dir); err != nil {
+			hint := ""
+			if c.Data.Source == "fashion-mnist" {
+				hint = " (install it with: apt-get install dataset-fashion-mnist)"
+			}
+			bad("data.dir", c.Data.Dir, "not readable: %v%s", errText(err), hint)
+		} else if !st.IsDir() {
+			bad("data.dir", c.Data.Dir, "is not a directory")
+		}
+	}
+	atLeast("data.train_limit", c.Data.TrainLimit, 0)
+	atLeast("data.test_limit", c.Data.TestLimit, 0)
+
+	if len(c.DBN.Layers) < 2 {
+		bad("dbn.layers", c.DBN.Layers, "needs at least 2 sizes (visible, then hidden): one RBM per adjacent pair")
+	}
+	for i, n := range c.DBN.Layers {
+		if n < 1 {
+			bad(fmt.Sprintf("dbn.layers[%d]", i), n, "must be >= 1")
+		}
+	}
+	oneOf("dbn.visible", c.DBN.Visible, "bernoulli", "gaussian")
+
+	p := c.Pretrain
+	oneOf("pretrain.mode", p.Mode, "greedy", "pipelined")
+	atLeast("pretrain.epochs", p.Epochs, 1)
+	atLeast("pretrain.batch_size", p.BatchSize, 1)
+	atLeast("pretrain.k_batches", p.KBatches, 1)
+	atLeast("pretrain.cd_k", p.CDK, 1)
+	oneOf("pretrain.middle", p.Middle, "probabilities", "samples")
+	positive("pretrain.learning_rate.initial", p.LearningRate.Initial)
+	positive("pretrain.learning_rate.final", p.LearningRate.Final)
+	fraction("pretrain.momentum.initial", p.Momentum.Initial)
+	fraction("pretrain.momentum.final", p.Momentum.Final)
+	if math.IsNaN(p.WeightDecay) || math.IsInf(p.WeightDecay, 0) || p.WeightDecay < 0 {
+		bad("pretrain.weight_decay", p.WeightDecay, "must be a finite number >= 0")
+	}
+
+	cl := c.Cluster
+	if cl.NatsURL != "" {
+		u, err := url.Parse(cl.NatsURL)
+		if err != nil || u.Host == "" || (u.Scheme != "nats" && u.Scheme != "tls" && u.Scheme != "ws" && u.Scheme != "wss") {
+			bad("cluster.nats_url", cl.NatsURL, "must be a URL like nats://host:4222")
+		}
+	}
+	atLeast("cluster.slaves", cl.Slaves, 0)
+	if cl.JoinTimeout <= 0 {
+		bad("cluster.join_timeout", cl.JoinTimeout, "must be a duration > 0, like 60s")
+	}
+	if math.IsNaN(cl.CPUsPerWorker) || math.IsInf(cl.CPUsPerWorker, 0) || cl.CPUsPerWorker < 0 {
+		bad("cluster.cpus_per_worker", cl.CPUsPerWorker, "must be a finite number >= 0 (0: no cap)")
+	}
+	atLeast("cluster.credits", cl.Credits, 1)
+	oneOf("cluster.transport", cl.Transport, "nats", "memory")
+
+	f := c.Finetune
+	atLeast("finetune.epochs", f.Epochs, 0)
+	atLeast("finetune.batch_size", f.BatchSize, 1)
+	positive("finetune.learning_rate", f.LearningRate)
+	fraction("finetune.momentum", f.Momentum)
+
+	atLeast("sweep.repeats", c.Sweep.Repeats, 1)
+	for i, a := range c.Sweep.Vary {
+		key := fmt.Sprintf("sweep.vary[%d].key", i)
+		if !knownKey(a.Key) || strings.HasPrefix(a.Key, "sweep") {
+			bad(key, a.Key, "is not a config key")
+		}
+		if len(a.Values) == 0 {
+			bad(fmt.Sprintf("sweep.vary[%d].values", i), a.Values, "must list at least one value")
+		}
+	}
+
+	if len(ps) == 0 {
+		return nil
+	}
+	return ps
+}
+
+// errText drops the path an *os.PathError repeats.
+func errText(err error) string {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

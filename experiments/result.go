@@ -1,0 +1,100 @@
+package experiments
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Result is a run's result.json (../shared/CONTRACT.md).
+type Result struct {
+	Name            string          `json:"name"`
+	Mode            string          `json:"mode"`
+	Seed            uint64          `json:"seed"`
+	Layers          []int           `json:"layers"`
+	PretrainSeconds float64         `json:"pretrain_seconds"`
+	RBMs            []RBMResult     `json:"rbms"`
+	Finetune        *FinetuneResult `json:"finetune"`
+	Weights         string          `json:"weights"`
+
+	// Extensions beyond the contract.
+
+	// Data names the training set and its size.
+	Data DataInfo `json:"data"`
+	// BLAS is the linear-algebra back end ("openblas" or "gonum").
+	BLAS string `json:"blas"`
+	// Workers is the number of CPUs each worker was allowed (0: no cap).
+	CPUsPerWorker float64 `json:"cpus_per_worker"`
+	// Config is the path of the config the run was read from.
+	Config string `json:"config"`
+}
+
+// DataInfo describes the data a run trained and tested on.
+type DataInfo struct {
+	Source string `json:"source"`
+	Train  int    `json:"train"`
+	Test   int    `json:"test"`
+	Dim    int    `json:"dim"`
+}
+
+// RBMResult is one RBM's part of a result.
+type RBMResult struct {
+	Index       int       `json:"index"`
+	Visible     int       `json:"visible"`
+	Hidden      int       `json:"hidden"`
+	Worker      string    `json:"worker"`
+	Batches     int       `json:"batches"`
+	ReconError  []float64 `json:"recon_error"`
+	BusySeconds float64   `json:"busy_seconds"`
+	WaitSeconds float64   `json:"wait_seconds"`
+	BytesIn     int64     `json:"bytes_in"`
+	BytesOut    int64     `json:"bytes_out"`
+}
+
+// FinetuneResult is the fine-tuning part of a result.
+type FinetuneResult struct {
+	Epochs        int     `json:"epochs"`
+	Seconds       float64 `json:"seconds"`
+	TrainAccuracy float64 `json:"train_accuracy"`
+	TestAccuracy  float64 `json:"test_accuracy"`
+}
+
+// writeJSON writes v to path through a temporary file and a rename, so a
+// crash never leaves a half-written file behind.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(b, '\n'))
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// ReadResult reads a result.json.
+func ReadResult(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,247 @@
+// Package experiments runs pipedbn experiments: one run (load the data,
+// pre-train the DBN greedily or pipelined, fine-tune it, write result.json
+// and weights.npz) or a sweep of runs. The folder also holds the sweep
+// configs and their reports.
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/pipedbn/pipedbn/blas"
+	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/data"
+	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/rbm"
+)
+
+// Options are the parts of a run that are not in its config.
+type Options struct {
+	// Logger receives the run's log lines; nil discards them.
+	Logger hclog.Logger
+	// Progress receives the live progress display; nil shows none.
+	Progress io.Writer
+	// Terminal says Progress is a terminal: the display redraws in place
+	// instead of printing periodic lines.
+	Terminal bool
+	// OutDir overrides the config's output folder.
+	OutDir string
+}
+
+// OutDir returns the folder a run of cfg writes to.
+func OutDir(cfg *config.Config) string {
+	if cfg.Output.Dir != "" {
+		return cfg.Output.Dir
+	}
+	return filepath.Join("runs", cfg.Name)
+}
+
+// Seeds derives the seed of each purpose from the root seed, so that adding
+// a consumer of randomness does not shift the others.
+func seedFor(root uint64, purpose uint64, i int) uint64 {
+	z := root ^ purpose*0x9e3779b97f4a7c15 ^ uint64(i)*0xbf58476d1ce4e5b9
+	// splitmix64 finaliser
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+const (
+	seedRBM uint64 = iota + 1
+	seedShuffle
+	seedData
+	seedFinetune
+)
+
+// LoadData loads the train and test sets a config names.
+func LoadData(cfg *config.Config) (train, test *data.Set, err error) {
+	d := cfg.Data
+	switch d.Source {
+	case "fashion-mnist":
+		train, test, err = data.FashionMNIST(d.Dir, d.TrainLimit, d.TestLimit)
+	case "idx":
+		train, test, err = data.LoadIDXDir(d.Dir, "idx", d.TrainLimit, d.TestLimit)
+	case "synthetic":
+		nTrain, nTest := d.TrainLimit, d.TestLimit
+		if nTrain == 0 {
+			nTrain = 2000
+		}
+		if nTest == 0 {
+			nTest = 500
+		}
+		train, test = data.SyntheticPair(seedFor(cfg.Seed, seedData, 0), nTrain, nTest, cfg.DBN.Layers[0], 10)
+	default:
+		err = fmt.Errorf("data.source = %q: unknown source", d.Source)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if train.Dim != cfg.DBN.Layers[0] {
+		return nil, nil, fmt.Errorf("config %s: dbn.layers[0] = %d: the data (%s) has %d values per example", cfg.File, cfg.DBN.Layers[0], train.Name, train.Dim)
+	}
+	return train, test, nil
+}
+
+// StageConfigs cuts the DBN of cfg into one StageConfig per RBM.
+func StageConfigs(cfg *config.Config) ([]pipeline.StageConfig, error) {
+	units, err := rbm.ParseUnits(cfg.DBN.Visible)
+	if err != nil {
+		return nil, err
+	}
+	middle, err := rbm.ParseMiddle(cfg.Pretrain.Middle)
+	if err != nil {
+		return nil, err
+	}
+	p := cfg.Pretrain
+	var cfgs []pipeline.StageConfig
+	for i := 1; i < len(cfg.DBN.Layers); i++ {
+		u := rbm.Bernoulli
+		if i == 1 {
+			u = units
+		}
+		cfgs = append(cfgs, pipeline.StageConfig{
+			Index:        i,
+			Visible:      cfg.DBN.Layers[i-1],
+			Hidden:       cfg.DBN.Layers[i],
+			Units:        u,
+			Epochs:       p.Epochs,
+			BatchSize:    p.BatchSize,
+			K:            p.KBatches,
+			CDK:          p.CDK,
+			Middle:       middle,
+			LearningRate: [2]float64{p.LearningRate.Initial, p.LearningRate.Final},
+			Momentum:     [2]float64{p.Momentum.Initial, p.Momentum.Final},
+			WeightDecay:  p.WeightDecay,
+			Seed:         seedFor(cfg.Seed, seedRBM, i),
+		})
+	}
+	return cfgs, nil
+}
+
+// Run runs the experiment cfg describes and writes result.json and
+// weights.npz to its output folder.
+func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) {
+	log := opt.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	out := opt.OutDir
+	if out == "" {
+		out = OutDir(cfg)
+	}
+	cpus := workerThreads(cfg.Cluster.CPUsPerWorker)
+	blas.SetThreads(cpus)
+
+	t0 := time.Now()
+	train, test, err := LoadData(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DBN.Visible == "gaussian" {
+		standardize(train, test)
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, fmt.Errorf("output.dir = %q: %w", out, err)
+	}
+	log.Info("data loaded", "source", train.Name, "train", train.N, "test", test.N, "dim", train.Dim, "seconds", time.Since(t0).Seconds())
+
+	stageCfgs, err := StageConfigs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{
+		Name: cfg.Name, Mode: cfg.Pretrain.Mode, Seed: cfg.Seed, Layers: cfg.DBN.Layers,
+		Weights:       "weights.npz",
+		Data:          DataInfo{Source: train.Name, Train: train.N, Test: test.N, Dim: train.Dim},
+		BLAS:          blas.Name(),
+		CPUsPerWorker: cfg.Cluster.CPUsPerWorker,
+		Config:        cfg.File,
+	}
+	prog := newProgress(opt.Progress, opt.Terminal, log, stageCfgs, train.N)
+	defer prog.stop()
+
+	log.Info("pre-training", "mode", cfg.Pretrain.Mode, "layers", fmt.Sprint(cfg.DBN.Layers), "epochs", cfg.Pretrain.Epochs, "batch_size", cfg.Pretrain.BatchSize, "blas", blas.Name(), "threads", cpus)
+	start := time.Now()
+	trained, err := pretrain(ctx, cfg, train, stageCfgs, prog.hooks())
+	prog.stop()
+	if err != nil {
+		return nil, err
+	}
+	res.PretrainSeconds = time.Since(start).Seconds()
+	res.RBMs = trained.results
+	var weights []Array
+	for i, r := range trained.rbms {
+		weights = append(weights,
+			Array{Name: fmt.Sprintf("W%d", i+1), Rows: r.Visible, Cols: r.Hidden, Data: r.W},
+			Array{Name: fmt.Sprintf("b%d", i+1), Rows: r.Hidden, Data: r.B})
+	}
+	weights = append(weights, Array{Name: "a1", Rows: trained.rbms[0].Visible, Data: trained.rbms[0].A})
+	log.Info("pre-training done", "seconds", res.PretrainSeconds)
+
+	if err := writeWeights(filepath.Join(out, res.Weights), weights); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(out, "result.json"), res); err != nil {
+		return nil, err
+	}
+	log.Info("results written", "dir", out)
+	return res, nil
+}
+
+// workerThreads is the number of BLAS threads (and GOMAXPROCS) of a worker
+// allowed cpus CPUs (0: all of this machine's).
+func workerThreads(cpus float64) int {
+	if cpus <= 0 {
+		return runtime.NumCPU()
+	}
+	return max(1, int(math.Ceil(cpus)))
+}
+
+// trained is the outcome of pre-training: every RBM and its report.
+type trained struct {
+	rbms    []*rbm.RBM
+	results []RBMResult
+}
+
+// pretrain runs the pre-training schedule cfg names.
+func pretrain(ctx context.Context, cfg *config.Config, train *data.Set, stageCfgs []pipeline.StageConfig, hooks pipeline.Hooks) (*trained, error) {
+	seeds := make([]uint64, len(stageCfgs))
+	for i := range seeds {
+		seeds[i] = seedFor(cfg.Seed, seedShuffle, i+1)
+	}
+	var (
+		stages []*pipeline.Stage
+		err    error
+	)
+	switch {
+	case cfg.Pretrain.Mode == "greedy":
+		stages, err = pipeline.Greedy(ctx, train.X, train.N, stageCfgs, seeds, hooks)
+	case cfg.Cluster.Transport == "memory":
+		stages, err = pipeline.Pipelined(ctx, train.X, train.N, stageCfgs, seeds[0], cfg.Cluster.Credits, hooks)
+	default:
+		return nil, fmt.Errorf("config %s: cluster.transport = %q: pipelined pre-training over NATS is not built yet; use --set cluster.transport=memory or --set pretrain.mode=greedy", cfg.File, cfg.Cluster.Transport)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t := &trained{}
+	for _, st := range stages {
+		s := st.Stats()
+		r := st.RBM()
+		t.rbms = append(t.rbms, r)
+		t.results = append(t.results, RBMResult{
+			Index: s.Index, Visible: r.Visible, Hidden: r.Hidden, Worker: "master",
+			Batches: s.Batches, ReconError: s.Recon, BusySeconds: s.Busy.Seconds(),
+			WaitSeconds: (s.WaitInput + s.WaitCredit).Seconds(),
+		})
+	}
+	return t, nil
+}

@@ -1,0 +1,38 @@
+package experiments
+
+import (
+	"math"
+
+	"github.com/pipedbn/pipedbn/data"
+)
+
+// standardize scales every feature of train and test to zero mean and unit
+// variance over train, as gaussian visible units with unit variance expect.
+// Constant features are only centred.
+func standardize(train, test *data.Set) {
+	mean := make([]float64, train.Dim)
+	sq := make([]float64, train.Dim)
+	for i := 0; i < train.N; i++ {
+		for j, x := range train.Row(i) {
+			mean[j] += float64(x)
+			sq[j] += float64(x) * float64(x)
+		}
+	}
+	scale := make([]float64, train.Dim)
+	for j := range mean {
+		mean[j] /= float64(train.N)
+		sd := math.Sqrt(math.Max(sq[j]/float64(train.N)-mean[j]*mean[j], 0))
+		scale[j] = 1
+		if sd > 1e-6 {
+			scale[j] = 1 / sd
+		}
+	}
+	for _, s := range []*data.Set{train, test} {
+		for i := 0; i < s.N; i++ {
+			row := s.Row(i)
+			for j := range row {
+				row[j] = float32((float64(row[j]) - mean[j]) * scale[j])
+			}
+		}
+	}
+}

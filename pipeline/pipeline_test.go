@@ -1,0 +1,211 @@
+package pipeline
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/pipedbn/pipedbn/rbm"
+)
+
+// prototypes returns n rows of dim values in [0,1]: noisy copies of a few
+// seeded binary prototypes, which an RBM learns quickly.
+func prototypes(seed uint64, n, dim int) []float32 {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	protos := make([][]float32, 4)
+	for p := range protos {
+		protos[p] = make([]float32, dim)
+		for j := range protos[p] {
+			if rng.Float64() < 0.5 {
+				protos[p][j] = 1
+			}
+		}
+	}
+	x := make([]float32, 0, n*dim)
+	for i := 0; i < n; i++ {
+		p := protos[rng.IntN(len(protos))]
+		for _, v := range p {
+			if rng.Float64() < 0.05 {
+				v = 1 - v
+			}
+			x = append(x, v)
+		}
+	}
+	return x
+}
+
+func testConfigs(layers []int, epochs, batch, k int) []StageConfig {
+	var cfgs []StageConfig
+	for i := 1; i < len(layers); i++ {
+		cfgs = append(cfgs, StageConfig{
+			Index: i, Visible: layers[i-1], Hidden: layers[i], Units: rbm.Bernoulli,
+			Epochs: epochs, BatchSize: batch, K: k, CDK: 1, Middle: rbm.Probabilities,
+			LearningRate: [2]float64{0.1, 0.05}, Momentum: [2]float64{0.5, 0.9},
+			WeightDecay: 0.0002, Seed: uint64(100 + i),
+		})
+	}
+	return cfgs
+}
+
+func TestSchedulesTrainEveryBatch(t *testing.T) {
+	const n, epochs, batch, k = 250, 12, 32, 3 // 8 batches per epoch, the last one short
+	layers := []int{36, 24, 16, 12}
+	x := prototypes(1, n, layers[0])
+	for _, mode := range []string{"greedy", "pipelined"} {
+		t.Run(mode, func(t *testing.T) {
+			cfgs := testConfigs(layers, epochs, batch, k)
+			var stages []*Stage
+			var err error
+			if mode == "greedy" {
+				stages, err = Greedy(context.Background(), x, n, cfgs, []uint64{7, 8, 9}, Hooks{})
+			} else {
+				stages, err = Pipelined(context.Background(), x, n, cfgs, 7, 2, Hooks{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, st := range stages {
+				s := st.Stats()
+				if want := epochs * BatchesPerEpoch(n, batch); s.Batches != want {
+					t.Errorf("rbm %d: trained %d batches; want %d", s.Index, s.Batches, want)
+				}
+				if s.Rows != epochs*n {
+					t.Errorf("rbm %d: trained %d rows; want %d", s.Index, s.Rows, epochs*n)
+				}
+				if len(s.Recon) != epochs {
+					t.Fatalf("rbm %d: %d recon errors; want %d", s.Index, len(s.Recon), epochs)
+				}
+				if mode == "greedy" && s.Recon[epochs-1] >= s.Recon[0] {
+					t.Errorf("rbm %d: recon error %v did not fall", s.Index, s.Recon)
+				}
+			}
+			// In the pipelined schedule an upper RBM's input moves as the RBMs
+			// below learn, so its per-epoch errors need not fall; judge every
+			// RBM instead on the final input: the data transformed by the
+			// trained RBMs below. Trained, it must beat its initial weights.
+			in := x
+			for i, st := range stages {
+				c := cfgs[i]
+				fresh := rbm.New(c.Visible, c.Hidden, c.Units, c.Seed)
+				trainedErr, freshErr := recon(st.RBM(), in, n), recon(fresh, in, n)
+				t.Logf("rbm %d: recon on final input %.5f, untrained %.5f", i+1, trainedErr, freshErr)
+				if trainedErr >= 0.8*freshErr {
+					t.Errorf("rbm %d: recon error on final input %.5f; want under 0.8 x the untrained %.5f", i+1, trainedErr, freshErr)
+				}
+				next := make([]float32, n*c.Hidden)
+				st.RBM().HiddenProbs(next, in, n)
+				in = next
+			}
+		})
+	}
+}
+
+// RBM_1 sees the same shuffled data in both schedules, so it must come out
+// bit-identical: the pipeline changes what the upper RBMs see, nothing else.
+func TestGreedyAndPipelinedAgreeOnRBM1(t *testing.T) {
+	const n = 200
+	layers := []int{36, 20, 10}
+	x := prototypes(2, n, layers[0])
+	g, err := Greedy(context.Background(), x, n, testConfigs(layers, 3, 16, 2), []uint64{5, 6}, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Pipelined(context.Background(), x, n, testConfigs(layers, 3, 16, 2), 5, 3, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(g[0].RBM().W, p[0].RBM().W) || !slices.Equal(g[0].RBM().B, p[0].RBM().B) {
+		t.Error("RBM_1 differs between greedy and pipelined schedules")
+	}
+	if slices.Equal(g[1].RBM().W, p[1].RBM().W) {
+		t.Error("RBM_2 is identical in both schedules; want it trained on middle results in pipelined mode")
+	}
+}
+
+// The pipelined schedule is deterministic whatever the link credits: credits
+// change timing, never data.
+func TestPipelinedDeterministic(t *testing.T) {
+	const n = 150
+	layers := []int{36, 20, 10, 8}
+	x := prototypes(3, n, layers[0])
+	a, err := Pipelined(context.Background(), x, n, testConfigs(layers, 2, 16, 2), 11, 1, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Pipelined(context.Background(), x, n, testConfigs(layers, 2, 16, 2), 11, 5, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a {
+		if !slices.Equal(a[i].RBM().W, b[i].RBM().W) || !slices.Equal(a[i].RBM().A, b[i].RBM().A) {
+			t.Errorf("rbm %d differs between runs with 1 and 5 credits", i+1)
+		}
+	}
+}
+
+// The L_{i-1}-copy: when a window arrives, the stage's visible biases become
+// the received B_{i-1}, and its own updates to them last only until then.
+func TestLCopyBiasesFollowReceivedB(t *testing.T) {
+	cfg := testConfigs([]int{8, 6}, 2, 4, 1)[0]
+	cfg.Index = 2
+	st := NewStage(cfg)
+	x := prototypes(4, 4, 8)
+	bias := []float32{1, 2, 3, 4, 5, 6, 7, 8}
+	w := &Window{Epoch: 0, Seq: 0, Rows: []int{4}, X: x, Bias: bias}
+	if err := st.Train(w, nil); err != nil {
+		t.Fatal(err)
+	}
+	a := st.RBM().A
+	if slices.Equal(a, bias) {
+		t.Fatal("visible biases were not updated by training")
+	}
+	for j := range a {
+		if d := a[j] - bias[j]; d > 0.5 || d < -0.5 {
+			t.Fatalf("visible bias %d = %v; want near the received %v", j, a[j], bias[j])
+		}
+	}
+	bias2 := []float32{-1, -1, -1, -1, -1, -1, -1, -1}
+	w2 := &Window{Epoch: 0, Seq: 1, Rows: []int{4}, X: x, Bias: bias2}
+	out := &Window{X: make([]float32, 4*6)}
+	if err := st.Train(w2, out); err != nil {
+		t.Fatal(err)
+	}
+	for j := range a {
+		if d := a[j] - bias2[j]; d > 0.5 || d < -0.5 {
+			t.Fatalf("visible bias %d = %v after a new window; want near %v", j, a[j], bias2[j])
+		}
+	}
+	if !slices.Equal(out.Bias, st.RBM().B) || out.Seq != 1 || !slices.Equal(out.Rows, []int{4}) {
+		t.Errorf("middle-result window = {seq %d rows %v bias %v}; want seq 1, rows [4], B_i %v", out.Seq, out.Rows, out.Bias, st.RBM().B)
+	}
+}
+
+func TestPipelinedStopsOnCancel(t *testing.T) {
+	const n = 2000
+	layers := []int{36, 20, 10}
+	x := prototypes(5, n, layers[0])
+	ctx, cancel := context.WithCancel(context.Background())
+	var calls atomic.Int32
+	hooks := Hooks{Window: func(Stats) {
+		if calls.Add(1) == 3 {
+			cancel()
+		}
+	}}
+	_, err := Pipelined(ctx, x, n, testConfigs(layers, 50, 8, 1), 1, 2, hooks)
+	if err == nil {
+		t.Fatal("Pipelined after cancel: nil error; want context.Canceled")
+	}
+}
+
+// recon is r's mean squared reconstruction error on x (n rows), measured by a
+// CD-1 step with a zero learning rate, which leaves r unchanged.
+func recon(r *rbm.RBM, x []float32, n int) float64 {
+	tr := rbm.NewTrainer(r.Clone(), n, 1, 99)
+	sse, err := tr.Step(x, n, rbm.Params{}, nil, rbm.Probabilities)
+	if err != nil {
+		panic(err)
+	}
+	return sse / float64(n*r.Visible)
+}

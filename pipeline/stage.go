@@ -1,0 +1,206 @@
+// Package pipeline trains the RBMs of a DBN: the per-RBM Stage is a pure
+// core, apart from any transport, and greedy layer-wise pre-training (the
+// paper's Algorithm 1) and pipelined pre-training (Algorithm 2) are two
+// schedules of it.
+//
+// In the paper's language: Stage i trains RBM_i, formed by L_{i-1} (for i > 1
+// the L_{i-1}-copy) and L_i. It takes windows of K mini-batches, and for each
+// window emits its middle result (the hidden activations CD-1 computed for
+// those mini-batches) together with its hidden biases B_i, which the next
+// stage uses as the visible biases of its L_i-copy.
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pipedbn/pipedbn/rbm"
+)
+
+// StageConfig is everything Stage i needs to train RBM_i.
+type StageConfig struct {
+	// Index is i, 1-based: RBM_i joins L_{i-1} and L_i.
+	Index int
+	// Visible and Hidden are the sizes of L_{i-1} and L_i.
+	Visible, Hidden int
+	// Units of the visible layer: gaussian only makes sense for RBM_1.
+	Units rbm.Units
+	// Epochs, BatchSize and K (mini-batches per window).
+	Epochs, BatchSize, K int
+	// CDK is the number of Gibbs steps.
+	CDK int
+	// Middle is what the stage emits as its middle result.
+	Middle rbm.Middle
+	// LearningRate and Momentum go from [0] in the first epoch to [1] in
+	// the last.
+	LearningRate, Momentum [2]float64
+	// WeightDecay is the L2 penalty on weights.
+	WeightDecay float64
+	// Seed derives the RBM's initial weights and its sampling RNG.
+	Seed uint64
+}
+
+// Window is a run of at most K mini-batches: the unit a stage trains on and
+// the unit of middle results a stage emits.
+type Window struct {
+	// Epoch (0-based) the mini-batches belong to, and Seq, the window's
+	// number within the whole run (0, 1, 2, ...).
+	Epoch, Seq int
+	// Rows holds the row count of each mini-batch; the last mini-batch of an
+	// epoch may be short.
+	Rows []int
+	// X holds sum(Rows) rows, row-major, of the layer's width.
+	X []float32
+	// Bias is the producer's hidden bias vector B_i at the end of the window:
+	// the visible biases the consumer's L_i-copy takes. Nil for the data
+	// windows RBM_1 trains on (RBM_1 owns its visible biases).
+	Bias []float32
+}
+
+// TotalRows is the number of rows in the window.
+func (w *Window) TotalRows() int {
+	n := 0
+	for _, r := range w.Rows {
+		n += r
+	}
+	return n
+}
+
+// Stats is what a stage reports of its training so far.
+type Stats struct {
+	Index int
+	// Epoch being trained (0-based) and mini-batches trained in total.
+	Epoch, Batches int
+	// Recon is the mean squared reconstruction error of each finished epoch.
+	Recon []float64
+	// LastRecon is the mean squared error of the latest window.
+	LastRecon float64
+	// Rows trained in total, and Busy, the time spent training them.
+	Rows int
+	Busy time.Duration
+	// WaitInput is the time spent waiting for input windows, WaitCredit the
+	// time spent waiting for the next stage to take a window.
+	WaitInput, WaitCredit time.Duration
+	// State is what the stage is doing now.
+	State State
+}
+
+// Stage trains one RBM on windows of input. It is not safe for concurrent use.
+type Stage struct {
+	cfg     StageConfig
+	rbm     *rbm.RBM
+	trainer *rbm.Trainer
+
+	epoch      int
+	epochSSE   float64
+	epochElems float64
+	stats      Stats
+	epochEnded bool
+}
+
+// NewStage returns a stage with a freshly initialised RBM_i.
+func NewStage(cfg StageConfig) *Stage {
+	r := rbm.New(cfg.Visible, cfg.Hidden, cfg.Units, cfg.Seed)
+	return &Stage{
+		cfg:     cfg,
+		rbm:     r,
+		trainer: rbm.NewTrainer(r, cfg.BatchSize, cfg.CDK, cfg.Seed^0x9e3779b97f4a7c15),
+		stats:   Stats{Index: cfg.Index},
+	}
+}
+
+// RBM returns the RBM the stage trains.
+func (s *Stage) RBM() *rbm.RBM { return s.rbm }
+
+// Config returns the stage's configuration.
+func (s *Stage) Config() StageConfig { return s.cfg }
+
+// Stats returns a copy of the stage's statistics.
+func (s *Stage) Stats() Stats {
+	st := s.stats
+	st.Recon = append([]float64(nil), s.stats.Recon...)
+	return st
+}
+
+// params returns the hyper-parameters of epoch e.
+func (s *Stage) params(e int) rbm.Params {
+	return rbm.Params{
+		LearningRate: float32(rbm.Schedule(s.cfg.LearningRate[0], s.cfg.LearningRate[1], e, s.cfg.Epochs)),
+		Momentum:     float32(rbm.Schedule(s.cfg.Momentum[0], s.cfg.Momentum[1], e, s.cfg.Epochs)),
+		WeightDecay:  float32(s.cfg.WeightDecay),
+	}
+}
+
+// Train trains RBM_i on the window in. For i > 1 it first sets the visible
+// biases of its L_{i-1}-copy to in.Bias: its own updates to them last only
+// until the next window, and never flow back. If out is non-nil, Train fills
+// it with the middle result of the window (out.X must hold in.TotalRows() x
+// Hidden values) and B_i after the window.
+func (s *Stage) Train(in *Window, out *Window) error {
+	if in.Epoch < s.epoch || in.Epoch >= s.cfg.Epochs {
+		return fmt.Errorf("rbm %d: window %d is for epoch %d, stage is at epoch %d of %d", s.cfg.Index, in.Seq, in.Epoch, s.epoch, s.cfg.Epochs)
+	}
+	if in.Epoch > s.epoch {
+		s.EndEpoch()
+		s.epoch = in.Epoch
+	}
+	s.epochEnded = false
+	if in.Bias != nil {
+		if len(in.Bias) != s.cfg.Visible {
+			return fmt.Errorf("rbm %d: window %d carries %d biases for a visible layer of %d", s.cfg.Index, in.Seq, len(in.Bias), s.cfg.Visible)
+		}
+		copy(s.rbm.A, in.Bias)
+	}
+	if n := in.TotalRows(); len(in.X) != n*s.cfg.Visible {
+		return fmt.Errorf("rbm %d: window %d holds %d values, want %d rows x %d", s.cfg.Index, in.Seq, len(in.X), n, s.cfg.Visible)
+	}
+	start := time.Now()
+	p := s.params(in.Epoch)
+	var sse float64
+	off, outOff := 0, 0
+	for b, rows := range in.Rows {
+		v := in.X[off : off+rows*s.cfg.Visible]
+		var mid []float32
+		if out != nil {
+			mid = out.X[outOff : outOff+rows*s.cfg.Hidden]
+		}
+		e, err := s.trainer.Step(v, rows, p, mid, s.cfg.Middle)
+		if err != nil {
+			if errors.Is(err, rbm.ErrDiverged) {
+				return fmt.Errorf("rbm %d: epoch %d, batch %d: %w (weights kept from the end of the last good epoch)", s.cfg.Index, in.Epoch+1, s.stats.Batches+1, err)
+			}
+			return fmt.Errorf("rbm %d: epoch %d, window %d, batch %d: %w", s.cfg.Index, in.Epoch+1, in.Seq, b, err)
+		}
+		sse += e
+		s.stats.Batches++
+		s.stats.Rows += rows
+		off += rows * s.cfg.Visible
+		outOff += rows * s.cfg.Hidden
+	}
+	elems := float64(in.TotalRows() * s.cfg.Visible)
+	s.epochSSE += sse
+	s.epochElems += elems
+	s.stats.LastRecon = sse / elems
+	s.stats.Epoch = in.Epoch
+	s.stats.Busy += time.Since(start)
+	if out != nil {
+		out.Epoch, out.Seq = in.Epoch, in.Seq
+		out.Rows = append(out.Rows[:0], in.Rows...)
+		out.Bias = append(out.Bias[:0], s.rbm.B...)
+	}
+	return nil
+}
+
+// EndEpoch closes the current epoch: it records its mean reconstruction
+// error and commits the RBM as the last good state. Calling it again before
+// more training is a no-op.
+func (s *Stage) EndEpoch() {
+	if s.epochEnded || s.epochElems == 0 {
+		return
+	}
+	s.stats.Recon = append(s.stats.Recon, s.epochSSE/s.epochElems)
+	s.epochSSE, s.epochElems = 0, 0
+	s.trainer.Commit()
+	s.epochEnded = true
+}
