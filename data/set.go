@@ -1,6 +1,12 @@
 // Package data loads the training and test sets pipedbn pre-trains on: IDX
 // files (Fashion-MNIST from Debian's dataset-fashion-mnist package, or any
 // IDX pair) and small seeded synthetic sets for fast tests.
+//
+// Loading is strict: a bad file gives one error line naming the file and
+// what was expected against what was found, and a hostile header cannot make
+// it allocate much more than the file holds. Trainers batch a Set with Permutation
+// (the RNG is theirs) and Gather into a destination they own, so an epoch
+// allocates nothing; Limit and Split take views without copying.
 package data
 
 // Set is a labelled data set held as one row-major float32 matrix.
