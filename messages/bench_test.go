@@ -1,0 +1,70 @@
+package messages
+
+import "testing"
+
+// Sinks keep the compiler from optimizing benchmarked calls away.
+var (
+	sinkBytes []byte
+	sinkMsg   Message
+)
+
+// benchChunk returns the window of a K=10, B=256, H=1024 slave: 2560 x 1024
+// float32, 10 MiB.
+func benchChunk() *Chunk {
+	batches := make([]int, 10)
+	for i := range batches {
+		batches[i] = 256
+	}
+	return testChunk(1, 1024, batches...)
+}
+
+func BenchmarkEncodeChunk(b *testing.B) {
+	c := benchChunk()
+	b.SetBytes(int64(4 * len(c.Data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		sinkBytes, _ = Encode(c)
+	}
+}
+
+func BenchmarkDecodeChunk(b *testing.B) {
+	c := benchChunk()
+	enc, err := Encode(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(4 * len(c.Data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		sinkMsg, err = Decode(enc)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSendChunk is the whole path of a window: encode, split into
+// 1 MiB parts, reassemble, decode.
+func BenchmarkSendChunk(b *testing.B) {
+	c := benchChunk()
+	b.SetBytes(int64(4 * len(c.Data)))
+	b.ReportAllocs()
+	var r Reassembler
+	var id uint64
+	for b.Loop() {
+		id++
+		parts, err := EncodeParts(c, DefaultMaxPart, id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var payload []byte
+		for _, p := range parts {
+			if payload, err = r.Add(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if sinkMsg, err = Decode(payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,367 @@
+package messages
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// testChunk returns a window of RBM_1's middle result: len(batchRows)
+// mini-batches of hidden probabilities with cols hidden units.
+func testChunk(seed uint64, cols int, batchRows ...int) *Chunk {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	rows := 0
+	for _, n := range batchRows {
+		rows += n
+	}
+	c := &Chunk{
+		RunID:      "quickstart-20250101T120000",
+		RBM:        1,
+		Epoch:      3,
+		Seq:        47,
+		FirstBatch: 230,
+		Rows:       rows,
+		Cols:       cols,
+		Data:       make([]float32, rows*cols),
+		BatchRows:  batchRows,
+		Bias:       make([]float32, cols),
+	}
+	for i := range c.Data {
+		c.Data[i] = rng.Float32()
+	}
+	for i := range c.Bias {
+		c.Bias[i] = float32(rng.NormFloat64() * 0.1)
+	}
+	return c
+}
+
+func testWeights(visible, hidden int) *Weights {
+	rng := rand.New(rand.NewPCG(7, 7))
+	w := &Weights{
+		RunID: "quickstart-20250101T120000", RBM: 2, Visible: visible, Hidden: hidden,
+		W: make([]float32, visible*hidden), A: make([]float32, visible), B: make([]float32, hidden),
+		ReconErrors: []float64{0.0712, 0.0523, 0.0488},
+		Batches:     705, BusySeconds: 11.04, WaitSeconds: 0.41, BytesIn: 183_500_800, BytesOut: 125_440_000,
+	}
+	for i := range w.W {
+		w.W[i] = float32(rng.NormFloat64() * 0.01)
+	}
+	for i := range w.A {
+		w.A[i] = float32(rng.NormFloat64())
+	}
+	for i := range w.B {
+		w.B[i] = float32(rng.NormFloat64())
+	}
+	return w
+}
+
+// testMessages returns one real-looking message of every kind.
+func testMessages() []Message {
+	return []Message{
+		&Register{Name: "slave-3", Host: "node07.cluster", CPUs: 4, PID: 41235, Protocol: Version},
+		&Assign{
+			RunID: "quickstart-20250101T120000", RBM: 2, RBMs: 3, Visible: 500, Hidden: 500,
+			Units: UnitsBernoulli, Epochs: 20, BatchSize: 256, K: 10, CDK: 1, Middle: MiddleProbabilities,
+			LearningRate: Schedule{Initial: 0.015, Final: 0.002}, Momentum: Schedule{Initial: 0.5, Final: 0.9},
+			WeightDecay: 0.0002, Seed: 1, BatchesPerEpoch: 235, RowsPerEpoch: 60000,
+			Upstream: "slave-1", Downstream: "slave-3", Credits: 4,
+		},
+		testChunk(1, 16, 8, 8, 3),
+		&EndOfEpoch{RunID: "quickstart-20250101T120000", RBM: 1, Epoch: 3, Windows: 96},
+		&EndOfStream{RunID: "quickstart-20250101T120000", RBM: 1, Epoch: 20, Windows: 480},
+		&Credit{RunID: "quickstart-20250101T120000", RBM: 1, UpTo: 50},
+		&Status{
+			RunID: "quickstart-20250101T120000", RBM: 2, Slave: "slave-2", State: StateWaitingInput,
+			Epoch: 4, Batches: 801, ReconError: 0.0391, ReconErrors: []float64{0.061, 0.047, 0.042},
+			BusySeconds: 31.5, WaitSeconds: 2.25, BytesIn: 98_000_000, BytesOut: 97_000_000,
+		},
+		&Status{Slave: "slave-9", State: StateIdle},
+		testWeights(7, 5),
+		&Error{RunID: "quickstart-20250101T120000", RBM: 3, Text: "rbm: reconstruction error is NaN at epoch 2"},
+		&Heartbeat{RunID: "quickstart-20250101T120000", Name: "master", UnixNano: 1735732800123456789},
+		&Stop{RunID: "quickstart-20250101T120000", Reason: "slave-2 failed"},
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, m := range testMessages() {
+		t.Run(m.Kind().String(), func(t *testing.T) {
+			t.Parallel()
+			b, err := Encode(m)
+			if err != nil {
+				t.Fatalf("Encode(%v) error: %v", m.Kind(), err)
+			}
+			got, err := Decode(b)
+			if err != nil {
+				t.Fatalf("Decode(Encode(%v)) error: %v", m.Kind(), err)
+			}
+			if !reflect.DeepEqual(got, m) {
+				t.Errorf("Decode(Encode(m)) = %+v; want %+v", got, m)
+			}
+			if got.Kind() != m.Kind() {
+				t.Errorf("Kind() = %v; want %v", got.Kind(), m.Kind())
+			}
+		})
+	}
+}
+
+// TestRoundTripSpecialFloats checks that float arrays keep their exact
+// bits, NaN payloads and signed zeros included.
+func TestRoundTripSpecialFloats(t *testing.T) {
+	t.Parallel()
+	vals := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+		math.Float32frombits(0x7fc00001), math.SmallestNonzeroFloat32, math.MaxFloat32}
+	c := &Chunk{RunID: "r", RBM: 1, Rows: 1, Cols: len(vals), Data: vals, BatchRows: []int{1}, Bias: vals}
+	b, err := Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := m.(*Chunk)
+	for i, v := range vals {
+		if math.Float32bits(got.Data[i]) != math.Float32bits(v) || math.Float32bits(got.Bias[i]) != math.Float32bits(v) {
+			t.Errorf("value %d = %x, %x; want %x", i, math.Float32bits(got.Data[i]), math.Float32bits(got.Bias[i]), math.Float32bits(v))
+		}
+	}
+}
+
+func TestKindString(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		k    Kind
+		want string
+	}{
+		{KindRegister, "register"}, {KindChunk, "chunk"}, {KindEndOfStream, "end-of-stream"},
+		{KindStop, "stop"}, {0, "Kind(0)"}, {kindEnd, "Kind(12)"},
+	}
+	for _, tt := range tests {
+		if got := tt.k.String(); got != tt.want {
+			t.Errorf("Kind(%d).String() = %q; want %q", uint8(tt.k), got, tt.want)
+		}
+	}
+	for k := KindRegister; k < kindEnd; k++ {
+		if m := newMessage(k); m == nil || m.Kind() != k {
+			t.Errorf("newMessage(%v) = %v; want a %v", k, m, k)
+		}
+	}
+}
+
+func TestStateString(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		s    State
+		want string
+	}{
+		{StateIdle, "idle"}, {StateTraining, "training"}, {StateWaitingInput, "waiting-input"},
+		{StateWaitingCredit, "waiting-credit"}, {StateDone, "done"}, {StateFailed, "failed"}, {9, "State(9)"},
+	}
+	for _, tt := range tests {
+		if got := tt.s.String(); got != tt.want {
+			t.Errorf("State(%d).String() = %q; want %q", uint8(tt.s), got, tt.want)
+		}
+	}
+}
+
+// frame wraps body in a valid header and checksum, so that tests reach the
+// body checks.
+func frame(k Kind, body []byte) []byte {
+	b := []byte(magic)
+	b = binary.LittleEndian.AppendUint16(b, Version)
+	b = append(b, byte(k))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(body)))
+	b = append(b, body...)
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+}
+
+// body encodes m's body without validating it.
+func body(m Message) []byte {
+	var w writer
+	m.encode(&w)
+	return w.b
+}
+
+// refresh recomputes the checksum of an encoded message after an edit.
+func refresh(b []byte) []byte {
+	end := len(b) - trailerSize
+	binary.LittleEndian.PutUint32(b[end:], crc32.Checksum(b[:end], castagnoli))
+	return b
+}
+
+func TestDecodeErrors(t *testing.T) {
+	t.Parallel()
+	valid, err := Encode(testChunk(2, 4, 3, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), valid...)) }
+	chunk := func(f func(c *Chunk)) []byte {
+		c := testChunk(2, 4, 3, 2)
+		f(c)
+		return frame(KindChunk, body(c))
+	}
+	// A chunk body whose data length prefix claims 2^32-1 floats.
+	hugeData := body(&Chunk{RunID: "r", RBM: 1, BatchRows: []int{1}})
+	binary.LittleEndian.PutUint32(hugeData[len(hugeData)-4:], math.MaxUint32)
+
+	tests := []struct {
+		name string
+		in   []byte
+		want error
+	}{
+		{"nil", nil, ErrTruncated},
+		{"short magic", []byte("PDB"), ErrTruncated},
+		{"header only", valid[:headerSize], ErrTruncated},
+		{"wrong magic", edit(func(b []byte) []byte { b[0] = 'X'; return b }), ErrMagic},
+		{"json", []byte(`{"kind":"chunk"}`), ErrMagic},
+		{"version 2", edit(func(b []byte) []byte { b[4] = 2; return refresh(b) }), ErrVersion},
+		{"version 0", edit(func(b []byte) []byte { b[4] = 0; return refresh(b) }), ErrVersion},
+		{"flipped body bit", edit(func(b []byte) []byte { b[headerSize+20] ^= 1; return b }), ErrChecksum},
+		{"flipped crc bit", edit(func(b []byte) []byte { b[len(b)-1] ^= 0x80; return b }), ErrChecksum},
+		{"flipped kind", edit(func(b []byte) []byte { b[6] = byte(KindWeights); return b }), ErrChecksum},
+		{"truncated", valid[:len(valid)-1], ErrTruncated},
+		{"truncated body", valid[:len(valid)-30], ErrTruncated},
+		{"trailing byte", append(append([]byte(nil), valid...), 0), ErrTrailing},
+		{"two messages", append(append([]byte(nil), valid...), valid...), ErrTrailing},
+		{"body length too big", edit(func(b []byte) []byte { b[7]++; return refresh(b) }), ErrTruncated},
+		{"body length too small", edit(func(b []byte) []byte { b[7]--; return refresh(b) }), ErrTrailing},
+		{"kind 0", frame(0, body(&Stop{})), ErrKind},
+		{"kind 200", frame(200, body(&Stop{})), ErrKind},
+		{"field truncated", frame(KindChunk, body(testChunk(2, 4, 3, 2))[:40]), ErrTruncated},
+		{"huge data length", frame(KindChunk, hugeData), ErrTruncated},
+		{"huge string length", frame(KindStop, []byte{0xff, 0xff, 0xff, 0xff, 'x'}), ErrTruncated},
+		{"empty body", frame(KindChunk, nil), ErrTruncated},
+		{"bytes after fields", frame(KindStop, append(body(&Stop{RunID: "r"}), 0)), ErrTrailing},
+		{"rows*cols != len(data)", chunk(func(c *Chunk) { c.Rows++; c.BatchRows[1]++ }), ErrShape},
+		{"data too short", chunk(func(c *Chunk) { c.Data = c.Data[:len(c.Data)-1] }), ErrShape},
+		{"bias != cols", chunk(func(c *Chunk) { c.Bias = c.Bias[1:] }), ErrShape},
+		{"batch rows sum", chunk(func(c *Chunk) { c.BatchRows[0]-- }), ErrShape},
+		{"no batches", chunk(func(c *Chunk) { c.BatchRows = nil }), ErrShape},
+		{"empty batch", chunk(func(c *Chunk) { c.BatchRows = []int{5, 0} }), ErrShape},
+		{"negative batch", chunk(func(c *Chunk) { c.BatchRows = []int{6, -1} }), ErrShape},
+		{"zero cols", chunk(func(c *Chunk) { c.Cols, c.Data, c.Bias = 0, nil, nil }), ErrShape},
+		{"rows*cols overflows", chunk(func(c *Chunk) { c.Rows, c.Cols = math.MaxInt/2+1, 4 }), ErrShape},
+		{"negative producer", chunk(func(c *Chunk) { c.RBM = -1 }), ErrInvalid},
+		{"negative epoch", chunk(func(c *Chunk) { c.Epoch = -1 }), ErrInvalid},
+		{"w != visible*hidden", frame(KindWeights, body(func() *Weights { w := testWeights(3, 2); w.W = w.W[:5]; return w }())), ErrShape},
+		{"a != visible", frame(KindWeights, body(func() *Weights { w := testWeights(3, 2); w.A = w.A[:2]; return w }())), ErrShape},
+		{"b != hidden", frame(KindWeights, body(func() *Weights { w := testWeights(3, 2); w.B = nil; return w }())), ErrShape},
+		{"unknown state", frame(KindStatus, body(&Status{State: stateEnd})), ErrInvalid},
+		{"unknown units", frame(KindAssign, body(&Assign{RBM: 1, RBMs: 1, Visible: 1, Hidden: 1, Units: "relu", Middle: MiddleSamples, BatchSize: 1, K: 1, CDK: 1})), ErrInvalid},
+		{"rbm beyond rbms", frame(KindAssign, body(&Assign{RBM: 4, RBMs: 3, Visible: 1, Hidden: 1, Units: UnitsGaussian, Middle: MiddleSamples, BatchSize: 1, K: 1, CDK: 1})), ErrInvalid},
+		{"zero batch size", frame(KindAssign, body(&Assign{RBM: 1, RBMs: 1, Visible: 1, Hidden: 1, Units: UnitsGaussian, Middle: MiddleSamples, K: 1, CDK: 1})), ErrInvalid},
+		{"negative pid", frame(KindRegister, body(&Register{PID: -1})), ErrInvalid},
+		{"credit to rbm -1", frame(KindCredit, body(&Credit{RunID: "r", RBM: -1})), ErrInvalid},
+		{"assign without upstream", frame(KindAssign, body(&Assign{RBM: 1, RBMs: 1, Visible: 1, Hidden: 1, Units: UnitsGaussian, Middle: MiddleSamples, BatchSize: 1, K: 1, CDK: 1, Credits: 1})), ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m, err := Decode(tt.in)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("Decode() = %v, %v; want error %v", m, err, tt.want)
+			}
+			if m != nil {
+				t.Errorf("Decode() message = %v; want nil with an error", m)
+			}
+		})
+	}
+}
+
+func TestEncodeErrors(t *testing.T) {
+	t.Parallel()
+	badChunk := testChunk(3, 4, 2)
+	badChunk.Bias = nil
+	tests := []struct {
+		name string
+		m    Message
+		want error
+	}{
+		{"nil", nil, ErrInvalid},
+		{"nil chunk", (*Chunk)(nil), ErrInvalid},
+		{"bias != cols", badChunk, ErrShape},
+		{"zero assign", &Assign{}, ErrInvalid},
+		{"zero weights", &Weights{RBM: 1}, ErrShape},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b, err := Encode(tt.m)
+			if !errors.Is(err, tt.want) || b != nil {
+				t.Errorf("Encode() = %d bytes, %v; want error %v", len(b), err, tt.want)
+			}
+		})
+	}
+}
+
+func TestChunkCheck(t *testing.T) {
+	t.Parallel()
+	const run = "quickstart-20250101T120000"
+	broken := testChunk(4, 5, 2)
+	broken.Data = broken.Data[1:]
+	tests := []struct {
+		name     string
+		c        *Chunk
+		run      string
+		producer int
+		cols     int
+		want     error
+	}{
+		{"ok", testChunk(4, 5, 2, 2), run, 1, 5, nil},
+		{"other run", testChunk(4, 5, 2), "old-run", 1, 5, ErrMismatch},
+		{"other producer", testChunk(4, 5, 2), run, 2, 5, ErrMismatch},
+		{"other cols", testChunk(4, 5, 2), run, 1, 6, ErrShape},
+		{"inconsistent", broken, run, 1, 5, ErrShape},
+		{"nil", nil, run, 1, 5, ErrInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			err := tt.c.Check(tt.run, tt.producer, tt.cols)
+			if tt.want == nil && err != nil || !errors.Is(err, tt.want) {
+				t.Errorf("Check(%q, %d, %d) = %v; want %v", tt.run, tt.producer, tt.cols, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestWeightsCheck(t *testing.T) {
+	t.Parallel()
+	w := testWeights(4, 3)
+	tests := []struct {
+		name                 string
+		run                  string
+		rbm, visible, hidden int
+		want                 error
+	}{
+		{"ok", w.RunID, 2, 4, 3, nil},
+		{"other run", "x", 2, 4, 3, ErrMismatch},
+		{"other rbm", w.RunID, 1, 4, 3, ErrMismatch},
+		{"other shape", w.RunID, 2, 3, 4, ErrShape},
+	}
+	for _, tt := range tests {
+		err := w.Check(tt.run, tt.rbm, tt.visible, tt.hidden)
+		if tt.want == nil && err != nil || !errors.Is(err, tt.want) {
+			t.Errorf("%s: Check() = %v; want %v", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestChunkBatch(t *testing.T) {
+	t.Parallel()
+	c := testChunk(5, 3, 4, 4, 1)
+	for j, lo := range []int{0, 4, 8} {
+		got := c.Batch(j)
+		want := c.Data[lo*3 : (lo+c.BatchRows[j])*3]
+		if len(got) != len(want) || &got[0] != &want[0] {
+			t.Errorf("Batch(%d) = rows at %p, len %d; want rows from %d, len %d", j, &got[0], len(got), lo, len(want))
+		}
+	}
+}

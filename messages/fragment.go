@@ -1,0 +1,392 @@
+package messages
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"slices"
+	"sync"
+)
+
+// DefaultMaxPart is the default fragment size limit: 1 MiB, the default
+// max_payload of a NATS server.
+const DefaultMaxPart = 1 << 20
+
+// FragmentHeaderSize is the number of bytes of every fragment that Split
+// spends on its header:
+//
+//	"PDBF" | version uint16 | id uint64 | part index uint32 | part count uint32 |
+//	payload length uint32 | CRC-32C of the whole payload uint32
+const FragmentHeaderSize = 30
+
+const fragMagic = "PDBF"
+
+// partOverhead is what a Reassembler charges per part, on top of its bytes,
+// for the bookkeeping of holding it.
+const partOverhead = 64
+
+// Split cuts payload into fragments of at most maxPart bytes each, header
+// included, to be put back together by a Reassembler. id names the payload
+// among all those a Reassembler sees at once: a per-sender counter is
+// enough if each sender has its own Reassembler; otherwise put the sender in
+// the high bits. An empty payload gives one fragment.
+//
+// Split panics if maxPart is not larger than FragmentHeaderSize or payload
+// is 4 GiB or longer; EncodeParts reports those as errors instead.
+func Split(payload []byte, maxPart int, id uint64) [][]byte {
+	if maxPart <= FragmentHeaderSize {
+		panic(fmt.Sprintf("messages: Split: maxPart %d leaves no room after the %d-byte fragment header", maxPart, FragmentHeaderSize))
+	}
+	if uint64(len(payload)) > math.MaxUint32 {
+		panic(fmt.Sprintf("messages: Split: payload of %d bytes exceeds the 4 GiB fragment limit", len(payload)))
+	}
+	total := uint32(len(payload))
+	room := uint64(maxPart - FragmentHeaderSize)
+	count := uint32(max(1, (uint64(total)+room-1)/room))
+	sum := crc32.Checksum(payload, castagnoli)
+	parts := make([][]byte, count)
+	for i := range count {
+		lo, hi, _ := partBounds(total, count, i)
+		p := make([]byte, FragmentHeaderSize, FragmentHeaderSize+int(hi-lo))
+		putFragmentHeader(p, fragHeader{id: id, index: i, count: count, total: total, sum: sum})
+		parts[i] = append(p, payload[lo:hi]...)
+	}
+	return parts
+}
+
+// EncodeParts encodes m and splits it into fragments of at most maxPart
+// bytes; see Encode and Split.
+func EncodeParts(m Message, maxPart int, id uint64) ([][]byte, error) {
+	if maxPart <= FragmentHeaderSize {
+		return nil, fmt.Errorf("encode parts: maxPart %d, want more than %d: %w", maxPart, FragmentHeaderSize, ErrInvalid)
+	}
+	b, err := Encode(m)
+	if err != nil {
+		return nil, err
+	}
+	if uint64(len(b)) > math.MaxUint32 {
+		return nil, fmt.Errorf("encode parts: %v of %d bytes: %w", m.Kind(), len(b), ErrTooLarge)
+	}
+	return Split(b, maxPart, id), nil
+}
+
+// fragHeader is a parsed fragment header.
+type fragHeader struct {
+	id                       uint64
+	index, count, total, sum uint32
+}
+
+// fragKey identifies a payload: the same id with another layout or checksum
+// is another payload, such as one from a restarted sender.
+type fragKey struct {
+	id                uint64
+	count, total, sum uint32
+}
+
+func (h fragHeader) key() fragKey {
+	return fragKey{id: h.id, count: h.count, total: h.total, sum: h.sum}
+}
+
+func putFragmentHeader(p []byte, h fragHeader) {
+	copy(p, fragMagic)
+	binary.LittleEndian.PutUint16(p[4:], Version)
+	binary.LittleEndian.PutUint64(p[6:], h.id)
+	binary.LittleEndian.PutUint32(p[14:], h.index)
+	binary.LittleEndian.PutUint32(p[18:], h.count)
+	binary.LittleEndian.PutUint32(p[22:], h.total)
+	binary.LittleEndian.PutUint32(p[26:], h.sum)
+}
+
+// parseFragment checks a fragment in itself and returns its header and
+// data.
+func parseFragment(frag []byte) (fragHeader, []byte, error) {
+	var h fragHeader
+	if len(frag) >= len(fragMagic) && string(frag[:len(fragMagic)]) != fragMagic {
+		return h, nil, fmt.Errorf("fragment: magic %q, want %q: %w", frag[:len(fragMagic)], fragMagic, ErrMagic)
+	}
+	if len(frag) < FragmentHeaderSize {
+		return h, nil, fmt.Errorf("fragment: %d bytes, shorter than its header: %w", len(frag), ErrTruncated)
+	}
+	if v := binary.LittleEndian.Uint16(frag[4:]); v != Version {
+		return h, nil, fmt.Errorf("fragment: version %d, want %d: %w", v, Version, ErrVersion)
+	}
+	h.id = binary.LittleEndian.Uint64(frag[6:])
+	h.index = binary.LittleEndian.Uint32(frag[14:])
+	h.count = binary.LittleEndian.Uint32(frag[18:])
+	h.total = binary.LittleEndian.Uint32(frag[22:])
+	h.sum = binary.LittleEndian.Uint32(frag[26:])
+	data := frag[FragmentHeaderSize:]
+	lo, hi, ok := partBounds(h.total, h.count, h.index)
+	if !ok {
+		return h, nil, fmt.Errorf("fragment %d: part %d of %d of a %d-byte payload: %w", h.id, h.index, h.count, h.total, ErrFragment)
+	}
+	if uint64(len(data)) != hi-lo {
+		return h, nil, fmt.Errorf("fragment %d: part %d of %d holds %d bytes, want %d: %w", h.id, h.index, h.count, len(data), hi-lo, ErrFragment)
+	}
+	return h, data, nil
+}
+
+// partBounds returns the byte range [lo, hi) of part index when a payload
+// of total bytes is cut into count parts, and whether that is a layout Split
+// produces: parts of ceil(total/count) bytes, the last one possibly
+// shorter, none empty unless the payload is.
+func partBounds(total, count, index uint32) (lo, hi uint64, ok bool) {
+	if count == 0 || index >= count {
+		return 0, 0, false
+	}
+	if total == 0 {
+		return 0, 0, count == 1
+	}
+	size := (uint64(total) + uint64(count) - 1) / uint64(count)
+	if (uint64(count)-1)*size >= uint64(total) {
+		return 0, 0, false
+	}
+	lo = uint64(index) * size
+	return lo, min(lo+size, uint64(total)), true
+}
+
+// ReassemblerConfig bounds the memory of a Reassembler. Zero or negative
+// fields take their defaults.
+type ReassemblerConfig struct {
+	// MaxMessages is the most incomplete messages held at once; a new one
+	// beyond it evicts the oldest. Default 16.
+	MaxMessages int
+	// MaxBytes is the most memory held for incomplete messages. A message
+	// is charged its full length, plus 64 bytes per part, from its first
+	// fragment on; one that does not fit evicts the oldest. Default 256 MiB.
+	MaxBytes int64
+	// MaxTotal is the longest payload accepted. Default 128 MiB.
+	MaxTotal int
+	// Recent is how many finished (completed or evicted) messages are
+	// remembered so that their late or duplicated fragments are dropped
+	// instead of starting them anew. Default 1024.
+	Recent int
+}
+
+func (c ReassemblerConfig) withDefaults() ReassemblerConfig {
+	if c.MaxMessages <= 0 {
+		c.MaxMessages = 16
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = 256 << 20
+	}
+	if c.MaxTotal <= 0 {
+		c.MaxTotal = 128 << 20
+	}
+	if c.Recent <= 0 {
+		c.Recent = 1024
+	}
+	return c
+}
+
+// ReassemblerStats counts what a Reassembler has done.
+type ReassemblerStats struct {
+	// Completed counts payloads returned whole.
+	Completed uint64
+	// Duplicates counts fragments dropped because their part was already
+	// held or their message already completed.
+	Duplicates uint64
+	// Stale counts fragments dropped because their message was evicted.
+	Stale uint64
+	// Rejected counts fragments refused with an error other than
+	// ErrEvicted, including those completing a payload whose checksum
+	// failed.
+	Rejected uint64
+	// Evicted counts incomplete messages dropped to stay within the limits.
+	Evicted uint64
+	// InFlight is the number of incomplete messages held now.
+	InFlight int
+	// Reserved is the memory charged to them now, in bytes.
+	Reserved int64
+}
+
+// Reassembler puts fragments made by Split back together. Fragments of
+// several messages may arrive interleaved, in any order and more than once.
+// Its memory is bounded by its ReassemblerConfig. It is safe for concurrent
+// use; the zero value is ready to use with the default limits.
+type Reassembler struct {
+	mu       sync.Mutex
+	cfg      ReassemblerConfig
+	ready    bool
+	partial  map[uint64]*partial
+	order    []uint64 // ids of partial, oldest first
+	reserved int64
+	// recent remembers finished messages in a ring: true for completed,
+	// false for evicted.
+	recent     map[fragKey]bool
+	recentRing []fragKey
+	recentNext int
+	stats      ReassemblerStats
+}
+
+// partial is a message whose parts have not all arrived.
+type partial struct {
+	key   fragKey
+	parts map[uint32][]byte
+	need  int64 // bytes charged to MaxBytes
+}
+
+// NewReassembler returns a Reassembler with the given limits.
+func NewReassembler(cfg ReassemblerConfig) *Reassembler {
+	r := &Reassembler{cfg: cfg}
+	r.setup()
+	return r
+}
+
+func (r *Reassembler) setup() {
+	if r.ready {
+		return
+	}
+	r.cfg = r.cfg.withDefaults()
+	r.partial = make(map[uint64]*partial)
+	r.recent = make(map[fragKey]bool)
+	r.ready = true
+}
+
+// Add takes one fragment. It returns the whole payload, a fresh slice, when
+// frag completes it, and nil otherwise. Errors wrap ErrTruncated, ErrMagic,
+// ErrVersion or ErrFragment for a malformed fragment or one that disagrees
+// with earlier fragments of its id, ErrTooLarge for a payload over the
+// limits, and ErrChecksum when the completed payload is corrupt (it is then
+// dropped). An error wrapping ErrEvicted says that other, incomplete
+// messages were dropped to make room: frag itself was kept. Duplicates are
+// dropped silently and counted in Stats.
+func (r *Reassembler) Add(frag []byte) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.setup()
+	payload, err := r.add(frag)
+	if err != nil && !errors.Is(err, ErrEvicted) {
+		r.stats.Rejected++
+	}
+	return payload, err
+}
+
+func (r *Reassembler) add(frag []byte) ([]byte, error) {
+	h, data, err := parseFragment(frag)
+	if err != nil {
+		return nil, err
+	}
+	if uint64(h.total) > uint64(r.cfg.MaxTotal) {
+		return nil, fmt.Errorf("fragment %d: payload of %d bytes, limit %d: %w", h.id, h.total, r.cfg.MaxTotal, ErrTooLarge)
+	}
+	need := int64(h.total) + int64(h.count)*partOverhead
+	if need > r.cfg.MaxBytes {
+		return nil, fmt.Errorf("fragment %d: payload of %d bytes in %d parts needs %d bytes, limit %d: %w", h.id, h.total, h.count, need, r.cfg.MaxBytes, ErrTooLarge)
+	}
+	key := h.key()
+	if completed, ok := r.recent[key]; ok {
+		if completed {
+			r.stats.Duplicates++
+		} else {
+			r.stats.Stale++
+		}
+		return nil, nil
+	}
+	if h.count == 1 {
+		return r.finish(key, [][]byte{data})
+	}
+
+	var evicted error
+	p := r.partial[h.id]
+	if p == nil {
+		evicted = r.makeRoom(need)
+		p = &partial{key: key, parts: make(map[uint32][]byte), need: need}
+		r.partial[h.id] = p
+		r.order = append(r.order, h.id)
+		r.reserved += need
+	} else if p.key != key {
+		return nil, fmt.Errorf("fragment %d: %d parts, %d bytes, crc32c %08x; earlier fragments say %d, %d, %08x: %w",
+			h.id, h.count, h.total, h.sum, p.key.count, p.key.total, p.key.sum, ErrFragment)
+	}
+	if _, dup := p.parts[h.index]; dup {
+		r.stats.Duplicates++
+		return nil, nil
+	}
+	p.parts[h.index] = bytes.Clone(data)
+	if len(p.parts) < int(h.count) {
+		return nil, evicted
+	}
+	r.drop(h.id)
+	parts := make([][]byte, h.count)
+	for i, b := range p.parts {
+		parts[i] = b
+	}
+	return r.finish(key, parts)
+}
+
+// finish joins the parts of a message, in order, and checks its checksum.
+func (r *Reassembler) finish(key fragKey, parts [][]byte) ([]byte, error) {
+	payload := make([]byte, 0, key.total)
+	for _, b := range parts {
+		payload = append(payload, b...)
+	}
+	// A corrupt message is remembered too, so its retransmitted duplicates
+	// do not start it again.
+	r.remember(key, true)
+	if got := crc32.Checksum(payload, castagnoli); got != key.sum {
+		return nil, fmt.Errorf("fragment %d: payload crc32c %08x, want %08x: %w", key.id, got, key.sum, ErrChecksum)
+	}
+	r.stats.Completed++
+	return payload, nil
+}
+
+// makeRoom evicts the oldest incomplete messages until one more, charged
+// need bytes, fits the limits.
+func (r *Reassembler) makeRoom(need int64) error {
+	var n int
+	var oldest *partial
+	for len(r.order) > 0 && (len(r.partial) >= r.cfg.MaxMessages || r.reserved+need > r.cfg.MaxBytes) {
+		p := r.partial[r.order[0]]
+		if oldest == nil {
+			oldest = p
+		}
+		r.drop(p.key.id)
+		r.remember(p.key, false)
+		r.stats.Evicted++
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("reassemble: evicted %d incomplete message(s), the oldest %d with %d of %d parts: %w",
+		n, oldest.key.id, len(oldest.parts), oldest.key.count, ErrEvicted)
+}
+
+// drop forgets the incomplete message id.
+func (r *Reassembler) drop(id uint64) {
+	p := r.partial[id]
+	delete(r.partial, id)
+	r.order = slices.DeleteFunc(r.order, func(x uint64) bool { return x == id })
+	r.reserved -= p.need
+}
+
+// remember records a finished message in the ring of recent ones.
+func (r *Reassembler) remember(key fragKey, completed bool) {
+	if _, ok := r.recent[key]; ok {
+		r.recent[key] = completed
+		return
+	}
+	if len(r.recentRing) < r.cfg.Recent {
+		r.recentRing = append(r.recentRing, key)
+	} else {
+		delete(r.recent, r.recentRing[r.recentNext])
+		r.recentRing[r.recentNext] = key
+		r.recentNext = (r.recentNext + 1) % len(r.recentRing)
+	}
+	r.recent[key] = completed
+}
+
+// Stats returns what r has done so far.
+func (r *Reassembler) Stats() ReassemblerStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.setup()
+	s := r.stats
+	s.InFlight = len(r.partial)
+	s.Reserved = r.reserved
+	return s
+}
