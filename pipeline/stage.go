@@ -84,6 +84,8 @@ type Stats struct {
 	WaitInput, WaitCredit time.Duration
 	// State is what the stage is doing now.
 	State State
+	// Worker names the process training the stage ("" in the master).
+	Worker string
 }
 
 // Stage trains one RBM on windows of input. It is not safe for concurrent use.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/experiments"
+	"github.com/pipedbn/pipedbn/pipeline/natsnet"
 )
 
 const usage = `usage:
@@ -63,6 +64,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("%w: no command given", errUsage)
 	}
 	cmd, args := args[0], args[1:]
+	if cmd == "slave" {
+		// The master starts its local slaves as `master slave ...`: the
+		// same program as cmd/slave, so `go run ./cmd/master` needs no
+		// second binary.
+		err := natsnet.SlaveMain(ctx, args, stderr)
+		if errors.Is(err, natsnet.ErrUsage) {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		return err
+	}
 	fs := flag.NewFlagSet("master "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config `FILE` (YAML)")

@@ -1,0 +1,36 @@
+// Command slave joins a pipedbn cluster and trains the RBM the master gives
+// it: it receives RBM_{i-1}'s middle results over NATS, trains RBM_i with
+// CD-k, and streams its own middle results and hidden biases to slave i+1.
+//
+//	slave [--nats URL] [--name NAME] [--threads N] [--join-timeout 60s]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/pipedbn/pipedbn/pipeline/natsnet"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := natsnet.SlaveMain(ctx, os.Args[1:], os.Stderr)
+	stop()
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, natsnet.ErrUsage):
+		fmt.Fprintf(os.Stderr, "slave: %v\n%s", err, natsnet.SlaveUsage)
+		os.Exit(2)
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(os.Stderr, "slave: interrupted")
+		os.Exit(130)
+	default:
+		fmt.Fprintf(os.Stderr, "slave: %v\n", err)
+		os.Exit(1)
+	}
+}

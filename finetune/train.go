@@ -1,0 +1,426 @@
+package finetune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/pipedbn/pipedbn/blas"
+	"github.com/pipedbn/pipedbn/data"
+)
+
+// Config is how Train fine-tunes a network. The zero value is not valid:
+// BatchSize and LearningRate must be set (DefaultConfig gives the contract's
+// defaults).
+type Config struct {
+	// Epochs is the number of passes over the training set; 0 trains
+	// nothing. Default 10.
+	Epochs int
+	// BatchSize is the number of examples per mini-batch, >= 1; the last
+	// mini-batch of an epoch may be short. Default 128.
+	BatchSize int
+	// LearningRate is the SGD step size of the first epoch, > 0. Default 0.1.
+	LearningRate float64
+	// LearningRateFinal, when > 0, is the step size of the last epoch: the
+	// rate moves linearly from LearningRate to it, one value per epoch. 0
+	// keeps LearningRate throughout (the default).
+	LearningRateFinal float64
+	// Momentum, in [0, 1), is the fraction of the previous update carried
+	// into the next; 0 is plain SGD. Default 0.9.
+	Momentum float64
+	// WeightDecay, >= 0, is the L2 penalty on weights (not biases): each
+	// update also subtracts LearningRate·WeightDecay·W. Default 0.
+	WeightDecay float64
+	// Patience, >= 0, stops training after this many epochs in a row without
+	// a better validation accuracy; 0 never stops early. It needs a
+	// validation set and is ignored without one.
+	Patience int
+	// Seed drives the per-epoch shuffling of the training set.
+	Seed uint64
+	// Threads, >= 0, is passed to blas.SetThreads before training (a
+	// process-wide setting); 0 leaves the BLAS thread count as it is.
+	Threads int
+}
+
+// DefaultConfig returns the contract's fine-tuning defaults: 10 epochs,
+// batches of 128, learning rate 0.1, momentum 0.9, no weight decay, no early
+// stopping, seed 1.
+func DefaultConfig() Config {
+	return Config{Epochs: 10, BatchSize: 128, LearningRate: 0.1, Momentum: 0.9, Seed: 1}
+}
+
+// Validate reports every invalid field of c at once, each naming the field
+// and its value.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field string, v any, want string) {
+		errs = append(errs, fmt.Errorf("finetune: %s = %v; want %s", field, v, want))
+	}
+	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	if c.Epochs < 0 {
+		bad("Epochs", c.Epochs, ">= 0")
+	}
+	if c.BatchSize < 1 {
+		bad("BatchSize", c.BatchSize, ">= 1")
+	}
+	if !(c.LearningRate > 0) || !finite(c.LearningRate) {
+		bad("LearningRate", c.LearningRate, "a finite value > 0")
+	}
+	if !(c.LearningRateFinal >= 0) || !finite(c.LearningRateFinal) {
+		bad("LearningRateFinal", c.LearningRateFinal, "a finite value >= 0 (0: constant rate)")
+	}
+	if !(c.Momentum >= 0 && c.Momentum < 1) {
+		bad("Momentum", c.Momentum, "a value in [0, 1)")
+	}
+	if !(c.WeightDecay >= 0) || !finite(c.WeightDecay) {
+		bad("WeightDecay", c.WeightDecay, "a finite value >= 0")
+	}
+	if c.Patience < 0 {
+		bad("Patience", c.Patience, ">= 0 (0: never stop early)")
+	}
+	if c.Threads < 0 {
+		bad("Threads", c.Threads, ">= 0 (0: leave as is)")
+	}
+	return errors.Join(errs...)
+}
+
+// learningRate returns the rate of epoch e (1-based).
+func (c Config) learningRate(e int) float64 {
+	if c.LearningRateFinal == 0 || c.Epochs <= 1 {
+		return c.LearningRate
+	}
+	return c.LearningRate + (c.LearningRateFinal-c.LearningRate)*float64(e-1)/float64(c.Epochs-1)
+}
+
+// EpochStats describes one epoch of Train.
+type EpochStats struct {
+	// Epoch is the epoch's number, from 1.
+	Epoch int
+	// LearningRate is the step size used in this epoch.
+	LearningRate float64
+	// Loss is the mean cross-entropy (nats) over the epoch's training
+	// examples, each measured just before its mini-batch's update.
+	Loss float64
+	// TrainAccuracy is the fraction of the epoch's training examples
+	// classified correctly, measured like Loss: a cheap running figure, not
+	// a separate pass with the epoch's final weights.
+	TrainAccuracy float64
+	// ValidAccuracy is the validation accuracy with the weights at the end
+	// of the epoch; 0 without a validation set.
+	ValidAccuracy float64
+	// Improved reports that Train kept this epoch's weights as the best so
+	// far: its validation accuracy beat every earlier epoch's, or there is
+	// no validation set (then every epoch is kept).
+	Improved bool
+	// Seconds is the epoch's wall-clock time, validation included.
+	Seconds float64
+}
+
+// Hooks are optional callbacks of Train; nil fields are skipped.
+type Hooks struct {
+	// Epoch is called after each epoch, while the network holds that
+	// epoch's weights (it may read them, e.g. Clone the network, but must
+	// not change them).
+	Epoch func(EpochStats)
+}
+
+// maxLoss is the mean cross-entropy (nats per example) of a mini-batch above
+// which Train declares divergence. A network at chance scores ln(classes),
+// at most ln 256 ≈ 5.5; a mean of 1000 means the true class gets e^-1000 on
+// average, which happens only when the weights have blown up. Without this
+// bound a diverging sigmoid network often never reaches Inf: its units
+// saturate, their gradients vanish, and the loss stays huge but finite.
+const maxLoss = 1000
+
+// ErrDiverged is what a *DivergenceError matches with errors.Is.
+var ErrDiverged = errors.New("finetune: training diverged")
+
+// DivergenceError reports that Train stopped because the loss or the
+// weights stopped being usable: a mini-batch's loss was NaN, infinite or
+// above 1000 nats per example, or an update made a weight non-finite.
+type DivergenceError struct {
+	// Epoch (from 1) and Batch (from 1, within the epoch) say where.
+	Epoch, Batch int
+	// Loss is the mini-batch's mean loss (finite when the weights were the
+	// trouble).
+	Loss float64
+	// KeptEpoch is the epoch whose weights the network holds now: the best
+	// before the divergence, 0 for the initial weights.
+	KeptEpoch int
+}
+
+// Error implements error.
+func (e *DivergenceError) Error() string {
+	what := fmt.Sprintf("mean loss %.4g", e.Loss)
+	if !math.IsNaN(e.Loss) && !math.IsInf(e.Loss, 0) && e.Loss <= maxLoss {
+		what = "non-finite weights"
+	}
+	return fmt.Sprintf("finetune: training diverged at epoch %d, batch %d (%s); kept the weights of epoch %d; try a lower learning rate", e.Epoch, e.Batch, what, e.KeptEpoch)
+}
+
+// Is makes errors.Is(err, ErrDiverged) true.
+func (e *DivergenceError) Is(target error) bool { return target == ErrDiverged }
+
+// checkSet returns an error unless s is a well-formed set of n's input width
+// whose labels are all below n's classes.
+func checkSet(what string, s *data.Set, n *Network) error {
+	if s.Dim != n.Inputs() {
+		return fmt.Errorf("finetune: %s %q has %d features per example; the network takes %d", what, s.Name, s.Dim, n.Inputs())
+	}
+	if s.N < 0 || len(s.X) < s.N*s.Dim || len(s.Labels) < s.N {
+		return fmt.Errorf("finetune: %s %q: %d examples of %d features but len(X) = %d, len(Labels) = %d", what, s.Name, s.N, s.Dim, len(s.X), len(s.Labels))
+	}
+	c := n.Classes()
+	for i, l := range s.Labels[:s.N] {
+		if int(l) >= c {
+			return fmt.Errorf("finetune: %s %q: example %d has label %d; the network has %d classes", what, s.Name, i, l, c)
+		}
+	}
+	return nil
+}
+
+// Train fine-tunes net in place on train with mini-batch SGD: momentum,
+// weight decay on the weights, and the cross-entropy loss of the softmax
+// output, back-propagated through every sigmoid layer. Each epoch visits the
+// training set in a new order drawn from cfg.Seed.
+//
+// After each epoch it measures the accuracy on valid and keeps a copy of the
+// best epoch's weights (the first of equals); when it returns, net holds
+// them. With valid nil or empty it keeps the last epoch instead. Early
+// stopping (cfg.Patience) ends training once the validation accuracy has not
+// improved for that many epochs.
+//
+// It returns the statistics of the epochs it completed. Bad config or data
+// is an error before any training. Cancelling ctx stops between
+// mini-batches with ctx.Err(); divergence stops with a *DivergenceError
+// (errors.Is ErrDiverged) naming the epoch and mini-batch. Either way net
+// holds the best weights so far (the initial ones if no epoch completed).
+func Train(ctx context.Context, net *Network, train, valid *data.Set, cfg Config, hooks Hooks) ([]EpochStats, error) {
+	net.check()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if train == nil || train.N == 0 {
+		return nil, errors.New("finetune: empty training set")
+	}
+	if err := checkSet("training set", train, net); err != nil {
+		return nil, err
+	}
+	if valid != nil && valid.N == 0 {
+		valid = nil
+	}
+	if valid != nil {
+		if err := checkSet("validation set", valid, net); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Epochs == 0 {
+		return nil, nil
+	}
+	if cfg.Threads > 0 {
+		blas.SetThreads(cfg.Threads)
+	}
+
+	t := newTrainer(net, min(cfg.BatchSize, train.N))
+	var ev *evaluator
+	if valid != nil {
+		ev = newEvaluator(net)
+	}
+	best := make([]float32, net.numParams())
+	net.saveParams(best)
+	bestEpoch, bestAcc, sinceBest := 0, math.Inf(-1), 0
+	rng := rand.New(rand.NewPCG(cfg.Seed, streamShuffle))
+	perm := make([]int, train.N)
+	stats := make([]EpochStats, 0, cfg.Epochs)
+	momentum := float32(cfg.Momentum)
+
+	for e := 1; e <= cfg.Epochs; e++ {
+		start := time.Now()
+		lr := cfg.learningRate(e)
+		data.Permutation(rng, train.N, perm)
+		var lossSum float64
+		correct := 0
+		for b, lo := 1, 0; lo < train.N; b, lo = b+1, lo+t.batch {
+			if err := ctx.Err(); err != nil {
+				net.loadParams(best)
+				return stats, err
+			}
+			idx := perm[lo:min(lo+t.batch, train.N)]
+			train.Gather(t.x, idx)
+			train.GatherLabels(t.labels, idx)
+			loss, c, ok := t.step(len(idx), float32(lr), momentum, float32(lr*cfg.WeightDecay))
+			if !ok {
+				net.loadParams(best)
+				return stats, &DivergenceError{Epoch: e, Batch: b, Loss: loss, KeptEpoch: bestEpoch}
+			}
+			lossSum += loss * float64(len(idx))
+			correct += c
+		}
+		st := EpochStats{
+			Epoch:         e,
+			LearningRate:  lr,
+			Loss:          lossSum / float64(train.N),
+			TrainAccuracy: float64(correct) / float64(train.N),
+		}
+		if ev != nil {
+			st.ValidAccuracy = float64(ev.run(valid, nil)) / float64(valid.N)
+			st.Improved = st.ValidAccuracy > bestAcc
+		} else {
+			st.Improved = true
+		}
+		if st.Improved {
+			net.saveParams(best)
+			bestEpoch, bestAcc, sinceBest = e, st.ValidAccuracy, 0
+		} else {
+			sinceBest++
+		}
+		st.Seconds = time.Since(start).Seconds()
+		stats = append(stats, st)
+		if hooks.Epoch != nil {
+			hooks.Epoch(st)
+		}
+		if ev != nil && cfg.Patience > 0 && sinceBest >= cfg.Patience {
+			break
+		}
+	}
+	net.loadParams(best)
+	return stats, nil
+}
+
+// trainer holds everything one SGD step needs, allocated once for mini-batches
+// of up to batch rows, so that a step allocates nothing.
+type trainer struct {
+	net   *Network
+	batch int
+	// x and labels hold the mini-batch: batch x Inputs and batch.
+	x      []float32
+	labels []uint8
+	// acts holds the forward pass; its logits become the output layer's
+	// deltas (softmax minus one-hot).
+	acts *activations
+	// deltas[i] (batch x Hidden[i].Out) is ∂loss/∂(pre-activation) of
+	// hidden layer i, times the batch size.
+	deltas [][]float32
+	// ones is a column of batch ones: the bias gradient, a column sum of
+	// the deltas, is then one more GEMM.
+	ones []float32
+	// velW[i], velB[i] are the momentum buffers of layer i (the output
+	// layer last).
+	velW, velB [][]float32
+}
+
+func newTrainer(n *Network, batch int) *trainer {
+	t := &trainer{
+		net:    n,
+		batch:  batch,
+		x:      make([]float32, batch*n.Inputs()),
+		labels: make([]uint8, batch),
+		acts:   newActivations(n, batch),
+		deltas: make([][]float32, len(n.Hidden)),
+		ones:   make([]float32, batch),
+		velW:   make([][]float32, len(n.Hidden)+1),
+		velB:   make([][]float32, len(n.Hidden)+1),
+	}
+	for i, l := range n.Hidden {
+		t.deltas[i] = make([]float32, batch*l.Out)
+	}
+	for i := range t.ones {
+		t.ones[i] = 1
+	}
+	for i := range t.velW {
+		l := n.layer(i)
+		t.velW[i] = make([]float32, len(l.W))
+		t.velB[i] = make([]float32, len(l.B))
+	}
+	return t
+}
+
+// step trains on the rows examples in t.x and t.labels: forward pass, loss,
+// back-propagation into the momentum buffers, update. It returns the
+// mini-batch's mean loss and correct count (both before the update), and
+// ok = false, leaving the weights untouched, if the loss is NaN, infinite
+// or above maxLoss, or after an update that made a weight non-finite.
+func (t *trainer) step(rows int, lr, momentum, decay float32) (loss float64, correct int, ok bool) {
+	t.net.forward(t.acts, t.x, rows)
+	loss, correct = softmaxDeltas(t.acts.logits, rows, t.net.Out.Out, t.labels)
+	if !(loss <= maxLoss) { // NaN fails every comparison
+		return loss, correct, false
+	}
+	t.backward(rows, lr, momentum)
+	return loss, correct, t.update(decay)
+}
+
+// softmaxDeltas turns the rows x c logits z into the output deltas
+// softmax(z) - onehot(label), row by row, and returns the mean cross-entropy
+// and the number of rows whose largest logit is the label. The softmax
+// subtracts the row's largest logit before exponentiating, so no exp
+// overflows, and works in float64; a non-finite logit gives a NaN loss.
+func softmaxDeltas(z []float32, rows, c int, labels []uint8) (loss float64, correct int) {
+	for r := 0; r < rows; r++ {
+		zr := z[r*c : (r+1)*c]
+		y := int(labels[r])
+		best := argmax(zr)
+		if best == y {
+			correct++
+		}
+		zmax := float64(zr[best])
+		var sum float64
+		for _, v := range zr {
+			sum += math.Exp(float64(v) - zmax)
+		}
+		loss += math.Log(sum) - (float64(zr[y]) - zmax)
+		inv := 1 / sum
+		for j, v := range zr {
+			zr[j] = float32(math.Exp(float64(v)-zmax) * inv)
+		}
+		zr[y]--
+	}
+	return loss / float64(rows), correct
+}
+
+// backward back-propagates the output deltas left in t.acts.logits and sets
+// every momentum buffer to vel = momentum·vel - lr·∂loss/∂param, where the
+// loss is the mini-batch mean. The GEMMs fold the momentum in through beta
+// and the 1/rows and -lr through alpha. Each layer's deltas are passed down
+// before any weight changes.
+func (t *trainer) backward(rows int, lr, momentum float32) {
+	n := t.net
+	alpha := -lr / float32(rows)
+	delta := t.acts.logits[:rows*n.Out.Out]
+	for i := len(n.Hidden); i >= 0; i-- {
+		l := n.layer(i)
+		in := t.x
+		if i > 0 {
+			in = t.acts.hidden[i-1]
+		}
+		// vel_W = m·vel_W - lr/rows · inᵀ δ; vel_b = m·vel_b - lr/rows · 1ᵀ δ.
+		blas.Gemm(true, false, l.In, l.Out, rows, alpha, in, l.In, delta, l.Out, momentum, t.velW[i], l.Out)
+		blas.Gemm(false, false, 1, l.Out, rows, alpha, t.ones, rows, delta, l.Out, momentum, t.velB[i], l.Out)
+		if i == 0 {
+			break
+		}
+		// δ_below = (δ Wᵀ) ⊙ h(1-h), h the sigmoid output below.
+		below := t.deltas[i-1][:rows*l.In]
+		blas.Gemm(false, true, rows, l.In, l.Out, 1, delta, l.Out, l.W, l.Out, 0, below, l.In)
+		h := in[:rows*l.In]
+		for j, d := range below {
+			below[j] = d * (h[j] * (1 - h[j]))
+		}
+		delta = below
+	}
+}
+
+// update applies the momentum buffers, with weight decay on the weights
+// only, and reports whether every new value is finite.
+func (t *trainer) update(decay float32) bool {
+	ok := true
+	for i := range t.velW {
+		l := t.net.layer(i)
+		ok = blas.MomentumStep(l.W, t.velW[i], decay) && ok
+		ok = blas.MomentumStep(l.B, t.velB[i], 0) && ok
+	}
+	return ok
+}

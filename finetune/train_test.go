@@ -1,0 +1,617 @@
+package finetune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/pipedbn/pipedbn/data"
+)
+
+// refParams is a float64 copy of a network's weights and biases, layer by
+// layer (the output layer last), for the finite-difference check.
+type refParams [][2][]float64
+
+func toRef(n *Network) refParams {
+	p := make(refParams, len(n.Hidden)+1)
+	for i := range p {
+		l := n.layer(i)
+		for k, src := range [][]float32{l.W, l.B} {
+			p[i][k] = make([]float64, len(src))
+			for j, v := range src {
+				p[i][k][j] = float64(v)
+			}
+		}
+	}
+	return p
+}
+
+// refLoss is the mean cross-entropy of the network n's shapes with
+// parameters p on rows examples, all in float64 with the exact sigmoid.
+func refLoss(n *Network, p refParams, x []float32, labels []uint8, rows int) float64 {
+	var total float64
+	in0 := n.Inputs()
+	for r := range rows {
+		in := make([]float64, in0)
+		for j := range in {
+			in[j] = float64(x[r*in0+j])
+		}
+		for i := 0; i <= len(n.Hidden); i++ {
+			l := n.layer(i)
+			w, b := p[i][0], p[i][1]
+			out := make([]float64, l.Out)
+			for j := range out {
+				s := b[j]
+				for k, v := range in {
+					s += v * w[k*l.Out+j]
+				}
+				if i < len(n.Hidden) {
+					s = 1 / (1 + math.Exp(-s))
+				}
+				out[j] = s
+			}
+			in = out
+		}
+		zmax := math.Inf(-1)
+		for _, v := range in {
+			zmax = max(zmax, v)
+		}
+		var sum float64
+		for _, v := range in {
+			sum += math.Exp(v - zmax)
+		}
+		total += math.Log(sum) - (in[labels[r]] - zmax)
+	}
+	return total / float64(rows)
+}
+
+// TestGradient checks back-propagation against central finite differences
+// of a float64 reference loss. The analytic gradient is read off the
+// momentum buffers after one backward pass with lr = 1 and momentum 0,
+// where vel = -∂loss/∂param.
+func TestGradient(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		sizes   []int
+		classes int
+		rows    int
+	}{
+		{"5-4, 3 classes", []int{5, 4}, 3, 4},
+		{"5-4-6, 3 classes", []int{5, 4, 6}, 3, 4},
+		{"softmax only", []int{5}, 3, 4},
+		{"one row", []int{6, 3, 5}, 4, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			n := Random(tt.sizes, tt.classes, 11)
+			// The default output init is tiny; larger weights make every
+			// layer's gradient sizeable, so a wrong one cannot hide.
+			for j := range n.Out.W {
+				n.Out.W[j] *= 100
+			}
+			for i := 0; i <= len(n.Hidden); i++ {
+				for j := range n.layer(i).B {
+					n.layer(i).B[j] = float32(j%3) - 1
+				}
+			}
+			tr := newTrainer(n, tt.rows)
+			copy(tr.x, randomInputs(12, tt.rows, tt.sizes[0]))
+			for r := range tr.labels {
+				tr.labels[r] = uint8((r * 7) % tt.classes)
+			}
+			n.forward(tr.acts, tr.x, tt.rows)
+			loss, _ := softmaxDeltas(tr.acts.logits, tt.rows, tt.classes, tr.labels)
+			tr.backward(tt.rows, 1, 0)
+
+			p := toRef(n)
+			if want := refLoss(n, p, tr.x, tr.labels, tt.rows); math.Abs(loss-want) > 1e-5 {
+				t.Fatalf("loss = %v; want %v", loss, want)
+			}
+			// float64 central differences with h = 1e-5 are accurate to
+			// about 1e-10, so the differences measure the float32 analytic
+			// gradient: each component is a short sum of products of
+			// values of order 1, accurate to about 1e-7; 1e-6 absolute plus
+			// 1e-4 relative leaves a margin yet catches any wrong term.
+			const h = 1e-5
+			worst := 0.0
+			for i := range p {
+				for k, name := range []string{"W", "B"} {
+					vel := tr.velW[i]
+					if k == 1 {
+						vel = tr.velB[i]
+					}
+					for j := range p[i][k] {
+						orig := p[i][k][j]
+						p[i][k][j] = orig + h
+						up := refLoss(n, p, tr.x, tr.labels, tt.rows)
+						p[i][k][j] = orig - h
+						down := refLoss(n, p, tr.x, tr.labels, tt.rows)
+						p[i][k][j] = orig
+						num := (up - down) / (2 * h)
+						got := -float64(vel[j])
+						err := math.Abs(got - num)
+						worst = max(worst, err)
+						if err > 1e-6+1e-4*math.Abs(num) {
+							t.Errorf("layer %d %s[%d]: backprop gradient = %.8g; finite differences = %.8g", i, name, j, got, num)
+						}
+					}
+				}
+			}
+			t.Logf("largest absolute gradient error %.2g", worst)
+		})
+	}
+}
+
+// TestUpdateRule checks the step on top of the gradient: momentum through
+// the GEMMs' beta, weight decay on weights but not biases.
+func TestUpdateRule(t *testing.T) {
+	t.Parallel()
+	const (
+		rows     = 6
+		lr       = 0.5
+		momentum = 0.9
+		decay    = 0.01
+	)
+	n0 := Random([]int{5, 4}, 3, 2)
+	x := randomInputs(3, rows, 5)
+	labels := []uint8{0, 1, 2, 0, 1, 2}
+	load := func(tr *trainer) {
+		copy(tr.x, x)
+		copy(tr.labels, labels)
+	}
+	// The gradient g at n0.
+	g := newTrainer(n0.Clone(), rows)
+	load(g)
+	if _, _, ok := g.step(rows, 1, 0, 0); !ok {
+		t.Fatal("gradient step diverged")
+	}
+
+	n := n0.Clone()
+	tr := newTrainer(n, rows)
+	load(tr)
+	if _, _, ok := tr.step(rows, lr, momentum, lr*decay); !ok {
+		t.Fatal("step diverged")
+	}
+	near := func(got, want float32) bool { return math.Abs(float64(got-want)) <= 1e-6*(1+math.Abs(float64(want))) }
+	vel1 := make([][2][]float32, len(tr.velW))
+	for i := range tr.velW {
+		l0, l := n0.layer(i), n.layer(i)
+		for j, w0 := range l0.W {
+			// vel = -lr·g - lr·decay·w0 (no earlier velocity); w = w0 + vel.
+			want := w0 + lr*g.velW[i][j] - lr*decay*w0
+			if !near(l.W[j], want) {
+				t.Fatalf("layer %d: W[%d] after one step = %v; want %v", i, j, l.W[j], want)
+			}
+		}
+		for j, b0 := range l0.B {
+			want := b0 + lr*g.velB[i][j] // no decay on biases
+			if !near(l.B[j], want) {
+				t.Fatalf("layer %d: B[%d] after one step = %v; want %v", i, j, l.B[j], want)
+			}
+		}
+		vel1[i] = [2][]float32{append([]float32(nil), tr.velW[i]...), append([]float32(nil), tr.velB[i]...)}
+	}
+	// With lr 0 a second step only carries momentum: w += momentum·vel.
+	n1 := n.Clone()
+	if _, _, ok := tr.step(rows, 0, momentum, 0); !ok {
+		t.Fatal("second step diverged")
+	}
+	for i := range tr.velW {
+		l1, l := n1.layer(i), n.layer(i)
+		for j := range l.W {
+			if want := l1.W[j] + momentum*vel1[i][0][j]; !near(l.W[j], want) {
+				t.Fatalf("layer %d: W[%d] after a momentum-only step = %v; want %v", i, j, l.W[j], want)
+			}
+		}
+		for j := range l.B {
+			if want := l1.B[j] + momentum*vel1[i][1][j]; !near(l.B[j], want) {
+				t.Fatalf("layer %d: B[%d] after a momentum-only step = %v; want %v", i, j, l.B[j], want)
+			}
+		}
+	}
+}
+
+func TestSoftmaxDeltasStable(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		z        []float32
+		label    uint8
+		wantLoss float64
+	}{
+		// exp(1000) overflows without the max subtraction.
+		{"huge logits", []float32{1000, 1000 - float32(math.Ln2), 0}, 0, math.Log(1.5)},
+		{"huge negative", []float32{-1000, -1000, -1000}, 2, math.Log(3)},
+		{"uniform", []float32{0, 0, 0, 0}, 3, math.Log(4)},
+		{"confident wrong", []float32{0, 50}, 0, 50},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			z := append([]float32(nil), tt.z...)
+			loss, _ := softmaxDeltas(z, 1, len(z), []uint8{tt.label})
+			if math.Abs(loss-tt.wantLoss) > 1e-4 {
+				t.Errorf("loss = %v; want %v", loss, tt.wantLoss)
+			}
+			var sum float64
+			for j, d := range z {
+				if math.IsNaN(float64(d)) {
+					t.Fatalf("delta[%d] = NaN", j)
+				}
+				sum += float64(d)
+			}
+			// softmax sums to 1, minus the one-hot's 1.
+			if math.Abs(sum) > 1e-6 {
+				t.Errorf("deltas sum to %v; want 0", sum)
+			}
+		})
+	}
+}
+
+// syntheticTask is the fast learnable task of the training tests.
+func syntheticTask() (train, test *data.Set) {
+	return data.SyntheticPair(1, 1000, 300, 64, 4)
+}
+
+func quickConfig() Config {
+	return Config{Epochs: 8, BatchSize: 32, LearningRate: 0.1, Momentum: 0.9, Seed: 5}
+}
+
+func TestTrainSynthetic(t *testing.T) {
+	t.Parallel()
+	train, test := syntheticTask()
+	tests := []struct {
+		name string
+		net  func() *Network
+	}{
+		{"random 64-32", func() *Network { return Random([]int{64, 32}, 4, 1) }},
+		{"pretrained-shaped 64-32-16", func() *Network { return FromPretrained(randomLayers(2, []int{64, 32, 16}, 0.1), 4, 1) }},
+		{"softmax regression", func() *Network { return Random([]int{64}, 4, 1) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			n := tt.net()
+			if acc := n.Evaluate(test).Accuracy; acc > 0.5 {
+				t.Fatalf("untrained accuracy %.3f; the task is too easy to test anything", acc)
+			}
+			stats, err := Train(context.Background(), n, train, nil, quickConfig(), Hooks{})
+			if err != nil {
+				t.Fatalf("Train: %v", err)
+			}
+			if len(stats) != 8 {
+				t.Fatalf("Train ran %d epochs; want 8", len(stats))
+			}
+			if first, last := stats[0].Loss, stats[len(stats)-1].Loss; !(last < first/2) {
+				t.Errorf("loss went from %.4f to %.4f; want it at least halved", first, last)
+			}
+			acc := n.Evaluate(test).Accuracy
+			t.Logf("test accuracy %.4f after %d epochs (loss %.4f)", acc, len(stats), stats[len(stats)-1].Loss)
+			// Chance is 0.25; the classes' prototypes are far apart, so a
+			// working trainer gets nearly everything right.
+			if acc < 0.95 {
+				t.Errorf("test accuracy = %.4f; want >= 0.95", acc)
+			}
+		})
+	}
+}
+
+func TestTrainDeterministic(t *testing.T) {
+	t.Parallel()
+	train, test := syntheticTask()
+	run := func() *Network {
+		n := Random([]int{64, 16}, 4, 1)
+		if _, err := Train(context.Background(), n, train, test, quickConfig(), Hooks{}); err != nil {
+			t.Fatalf("Train: %v", err)
+		}
+		return n
+	}
+	if d := diffNetworks(run(), run()); d != "" {
+		t.Errorf("two runs with one seed differ: %s", d)
+	}
+}
+
+// snapshots records the network after every epoch through Hooks.
+type snapshots map[int]*Network
+
+func (s snapshots) hook(n *Network) Hooks {
+	return Hooks{Epoch: func(st EpochStats) { s[st.Epoch] = n.Clone() }}
+}
+
+// TestTrainKeepsBest checks that Train ends with the weights of the best
+// validation epoch. The validation set comes from other prototypes than
+// the training set, so its accuracy wanders from epoch to epoch and the
+// best epoch is not the last.
+func TestTrainKeepsBest(t *testing.T) {
+	t.Parallel()
+	train, _ := syntheticTask()
+	_, valid := data.SyntheticPair(77, 0, 200, 64, 4)
+	tests := []struct {
+		name     string
+		patience int
+	}{
+		{"no early stopping", 0},
+		{"patience 2", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			n := Random([]int{64, 16}, 4, 3)
+			cfg := quickConfig()
+			cfg.Epochs, cfg.Patience, cfg.LearningRate = 12, tt.patience, 0.5
+			snaps := snapshots{}
+			stats, err := Train(context.Background(), n, train, valid, cfg, snaps.hook(n))
+			if err != nil {
+				t.Fatalf("Train: %v", err)
+			}
+			best := 0
+			for i, st := range stats {
+				if st.ValidAccuracy > stats[best].ValidAccuracy {
+					best = i
+				}
+				if want := i == best; st.Improved != want {
+					t.Errorf("epoch %d: Improved = %v; want %v (valid accuracy %.3f, best %.3f)", st.Epoch, st.Improved, want, st.ValidAccuracy, stats[best].ValidAccuracy)
+				}
+			}
+			bestEpoch := stats[best].Epoch
+			if bestEpoch == len(stats) {
+				t.Fatalf("best epoch is the last (%d): the setup does not exercise keeping an earlier one", bestEpoch)
+			}
+			if d := diffNetworks(n, snaps[bestEpoch]); d != "" {
+				t.Errorf("weights after Train differ from epoch %d's (best, valid accuracy %.3f): %s", bestEpoch, stats[best].ValidAccuracy, d)
+			}
+			want := cfg.Epochs
+			if tt.patience > 0 {
+				// Earlier improvements could only stop it later: the first
+				// run of `patience` epochs without one ends it.
+				want = 0
+				since := 0
+				for _, st := range stats {
+					want++
+					if st.Improved {
+						since = 0
+					} else if since++; since == tt.patience {
+						break
+					}
+				}
+				if since != tt.patience && len(stats) != cfg.Epochs {
+					t.Errorf("stopped after %d epochs with %d without improvement; want %d or all %d epochs", len(stats), since, tt.patience, cfg.Epochs)
+				}
+			}
+			if len(stats) != want {
+				t.Errorf("Train ran %d epochs; want %d", len(stats), want)
+			}
+			t.Logf("valid accuracies: %v; best epoch %d", validAccuracies(stats), bestEpoch)
+		})
+	}
+}
+
+func validAccuracies(stats []EpochStats) []string {
+	s := make([]string, len(stats))
+	for i, st := range stats {
+		s[i] = fmt.Sprintf("%.3f", st.ValidAccuracy)
+	}
+	return s
+}
+
+func TestTrainWithoutValidKeepsLast(t *testing.T) {
+	t.Parallel()
+	train, _ := syntheticTask()
+	for _, valid := range []*data.Set{nil, {Dim: 64, Classes: 4, Name: "empty"}} {
+		n := Random([]int{64, 16}, 4, 3)
+		snaps := snapshots{}
+		cfg := quickConfig()
+		cfg.Epochs, cfg.Patience = 3, 1 // patience has no effect without validation
+		stats, err := Train(context.Background(), n, train, valid, cfg, snaps.hook(n))
+		if err != nil {
+			t.Fatalf("Train: %v", err)
+		}
+		if len(stats) != 3 {
+			t.Fatalf("Train ran %d epochs; want 3", len(stats))
+		}
+		for _, st := range stats {
+			if !st.Improved || st.ValidAccuracy != 0 {
+				t.Errorf("epoch %d: Improved = %v, ValidAccuracy = %v; want true, 0", st.Epoch, st.Improved, st.ValidAccuracy)
+			}
+		}
+		if d := diffNetworks(n, snaps[3]); d != "" {
+			t.Errorf("weights after Train differ from the last epoch's: %s", d)
+		}
+		if d := diffNetworks(n, snaps[2]); d == "" {
+			t.Errorf("epochs 2 and 3 have the same weights: did training happen?")
+		}
+	}
+}
+
+func TestTrainLearningRateSchedule(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		lr, final float64
+		epochs    int
+		want      []float64
+	}{
+		{0.1, 0, 3, []float64{0.1, 0.1, 0.1}},
+		{0.1, 0.01, 4, []float64{0.1, 0.07, 0.04, 0.01}},
+		{0.1, 0.5, 1, []float64{0.1}},
+	}
+	train, _ := syntheticTask()
+	train = train.Limit(64)
+	for _, tt := range tests {
+		cfg := Config{Epochs: tt.epochs, BatchSize: 32, LearningRate: tt.lr, LearningRateFinal: tt.final}
+		stats, err := Train(context.Background(), Random([]int{64}, 4, 1), train, nil, cfg, Hooks{})
+		if err != nil {
+			t.Fatalf("Train: %v", err)
+		}
+		for i, st := range stats {
+			if math.Abs(st.LearningRate-tt.want[i]) > 1e-12 {
+				t.Errorf("lr %v → %v over %d epochs: epoch %d rate = %v; want %v", tt.lr, tt.final, tt.epochs, st.Epoch, st.LearningRate, tt.want[i])
+			}
+		}
+	}
+}
+
+func allFinite(n *Network) bool {
+	for i := 0; i <= len(n.Hidden); i++ {
+		l := n.layer(i)
+		for _, s := range [][]float32{l.W, l.B} {
+			for _, v := range s {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+func TestTrainDiverges(t *testing.T) {
+	t.Parallel()
+	train, test := syntheticTask()
+	tests := []struct {
+		name  string
+		lr    float64
+		valid *data.Set
+	}{
+		{"lr 1e6", 1e6, nil},
+		{"lr 1e6 with validation", 1e6, test},
+		{"lr 1e30", 1e30, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			n := Random([]int{64, 32}, 4, 1)
+			snaps := snapshots{0: n.Clone()}
+			cfg := quickConfig()
+			cfg.LearningRate = tt.lr
+			stats, err := Train(context.Background(), n, train, tt.valid, cfg, snaps.hook(n))
+			var de *DivergenceError
+			if !errors.As(err, &de) || !errors.Is(err, ErrDiverged) {
+				t.Fatalf("Train with lr %g: err = %v; want a *DivergenceError", tt.lr, err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, fmt.Sprintf("epoch %d, batch %d", de.Epoch, de.Batch)) || de.Epoch < 1 || de.Batch < 1 {
+				t.Errorf("error %q (epoch %d, batch %d); want it to name the epoch and batch", msg, de.Epoch, de.Batch)
+			}
+			if len(stats) != de.Epoch-1 {
+				t.Errorf("%d epochs of stats; want %d, those before the divergence", len(stats), de.Epoch-1)
+			}
+			if !allFinite(n) {
+				t.Fatal("weights are not finite after divergence")
+			}
+			if d := diffNetworks(n, snaps[de.KeptEpoch]); d != "" {
+				t.Errorf("weights differ from epoch %d's, which the error says it kept: %s", de.KeptEpoch, d)
+			}
+			t.Logf("%v", err)
+		})
+	}
+}
+
+func TestTrainCancel(t *testing.T) {
+	t.Parallel()
+	train, _ := syntheticTask()
+	tests := []struct {
+		name        string
+		cancelAfter int // epochs; 0 cancels before Train starts
+	}{
+		{"before start", 0},
+		{"after epoch 2", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tt.cancelAfter == 0 {
+				cancel()
+			}
+			n := Random([]int{64, 16}, 4, 1)
+			snaps := snapshots{0: n.Clone()}
+			hooks := Hooks{Epoch: func(st EpochStats) {
+				snaps[st.Epoch] = n.Clone()
+				if st.Epoch == tt.cancelAfter {
+					cancel()
+				}
+			}}
+			stats, err := Train(ctx, n, train, nil, quickConfig(), hooks)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("Train: err = %v; want context.Canceled", err)
+			}
+			if len(stats) != tt.cancelAfter {
+				t.Errorf("%d epochs of stats; want %d", len(stats), tt.cancelAfter)
+			}
+			if d := diffNetworks(n, snaps[tt.cancelAfter]); d != "" {
+				t.Errorf("weights differ from epoch %d's: %s", tt.cancelAfter, d)
+			}
+		})
+	}
+}
+
+func TestTrainBadInput(t *testing.T) {
+	t.Parallel()
+	train, _ := syntheticTask()
+	badLabel := *train.Limit(10)
+	badLabel.Labels = append([]uint8(nil), badLabel.Labels...)
+	badLabel.Labels[7] = 4
+	tests := []struct {
+		name  string
+		train *data.Set
+		valid *data.Set
+		cfg   func(*Config)
+		want  []string
+	}{
+		{"every config problem at once", train, nil, func(c *Config) {
+			*c = Config{Epochs: -1, LearningRate: math.NaN(), LearningRateFinal: -1, Momentum: 1, WeightDecay: -1, Patience: -1, Threads: -2}
+		}, []string{"Epochs = -1", "BatchSize = 0", "LearningRate = NaN", "LearningRateFinal = -1", "Momentum = 1", "WeightDecay = -1", "Patience = -1", "Threads = -2"}},
+		{"nil training set", nil, nil, nil, []string{"empty training set"}},
+		{"wrong width", data.Synthetic(1, 10, 32, 4), nil, nil, []string{"training set", "32 features", "takes 64"}},
+		{"label out of range", &badLabel, nil, nil, []string{"example 7 has label 4", "4 classes"}},
+		{"wrong validation width", train, data.Synthetic(1, 10, 8, 4), nil, []string{"validation set", "8 features"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := quickConfig()
+			if tt.cfg != nil {
+				tt.cfg(&cfg)
+			}
+			n := Random([]int{64, 8}, 4, 1)
+			before := n.Clone()
+			_, err := Train(context.Background(), n, tt.train, tt.valid, cfg, Hooks{})
+			if err == nil {
+				t.Fatalf("Train: err = nil; want one containing %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Train: err = %q; want it to contain %q", err, w)
+				}
+			}
+			if d := diffNetworks(n, before); d != "" {
+				t.Errorf("bad input changed the network: %s", d)
+			}
+		})
+	}
+}
+
+// TestStepAllocs checks that a training step, mini-batch gathering
+// included, allocates nothing.
+func TestStepAllocs(t *testing.T) {
+	train, _ := syntheticTask()
+	n := Random([]int{64, 32, 16}, 4, 1)
+	tr := newTrainer(n, 32)
+	idx := make([]int, 32)
+	for i := range idx {
+		idx[i] = i * 3
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		train.Gather(tr.x, idx)
+		train.GatherLabels(tr.labels, idx)
+		tr.step(len(idx), 0.01, 0.9, 1e-5)
+	})
+	if allocs != 0 {
+		t.Errorf("a training step allocates %v times; want 0", allocs)
+	}
+}

@@ -1,0 +1,70 @@
+package natsnet
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"context"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// SlaveUsage is the slave command's synopsis.
+const SlaveUsage = "usage: slave [--nats URL] [--name NAME] [--threads N] [--join-timeout 60s] [--log-level info]\n"
+
+// ErrUsage marks a bad slave command line.
+var ErrUsage = errors.New("usage")
+
+// SlaveMain parses a slave command line and runs the slave: the body of
+// cmd/slave, shared with the master, which starts its local slaves as
+// `master slave ...` processes.
+func SlaveMain(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("slave", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	host, _ := os.Hostname()
+	url := fs.String("nats", envOr("PIPEDBN_CLUSTER_NATS_URL", "nats://127.0.0.1:4222"), "NATS server `URL` (env PIPEDBN_CLUSTER_NATS_URL)")
+	name := fs.String("name", envOr("PIPEDBN_SLAVE_NAME", fmt.Sprintf("%s-%d", sanitize(host), os.Getpid())), "slave `NAME`: letters, digits, '_' and '-' (env PIPEDBN_SLAVE_NAME)")
+	threads := fs.Int("threads", 0, "BLAS threads; 0: one per CPU")
+	join := fs.Duration("join-timeout", 60*time.Second, "how long to wait for a master to answer and assign an RBM")
+	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))
+	}
+	lvl := hclog.LevelFromString(*level)
+	if lvl == hclog.NoLevel {
+		return fmt.Errorf("%w: --log-level %q: want trace, debug, info, warn or error", ErrUsage, *level)
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "slave." + *name, Level: lvl, Output: stderr})
+	return RunSlave(ctx, SlaveOptions{URL: *url, Name: *name, Threads: *threads, JoinTimeout: *join, Logger: log})
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// sanitize keeps the characters a slave name may hold.
+func sanitize(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '-'
+		}
+	}
+	if len(b) > 40 {
+		b = b[:40]
+	}
+	return string(b)
+}

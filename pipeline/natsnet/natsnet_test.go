@@ -1,0 +1,264 @@
+package natsnet
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/pipedbn/pipedbn/blas"
+	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/rbm"
+)
+
+var slaveBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pipedbn-natsnet-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	slaveBin = filepath.Join(dir, "slave")
+	if out, err := exec.Command("go", "build", "-o", slaveBin, "../../cmd/slave").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build slave: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func prototypes(seed uint64, n, dim int) []float32 {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	protos := make([][]float32, 4)
+	for p := range protos {
+		protos[p] = make([]float32, dim)
+		for j := range protos[p] {
+			if rng.Float64() < 0.5 {
+				protos[p][j] = 1
+			}
+		}
+	}
+	x := make([]float32, 0, n*dim)
+	for i := 0; i < n; i++ {
+		for _, v := range protos[rng.IntN(len(protos))] {
+			if rng.Float64() < 0.05 {
+				v = 1 - v
+			}
+			x = append(x, v)
+		}
+	}
+	return x
+}
+
+func stageConfigs(layers []int, epochs, batch, k int) []pipeline.StageConfig {
+	var cfgs []pipeline.StageConfig
+	for i := 1; i < len(layers); i++ {
+		cfgs = append(cfgs, pipeline.StageConfig{
+			Index: i, Visible: layers[i-1], Hidden: layers[i], Units: rbm.Bernoulli,
+			Epochs: epochs, BatchSize: batch, K: k, CDK: 1, Middle: rbm.Probabilities,
+			LearningRate: [2]float64{0.1, 0.05}, Momentum: [2]float64{0.5, 0.9},
+			WeightDecay: 0.0002, Seed: uint64(1000 + i),
+		})
+	}
+	return cfgs
+}
+
+func testLogger(t *testing.T) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Output: hclog.DefaultOutput, Level: hclog.Warn, Name: t.Name()})
+}
+
+// TestSlaveProcessesMatchInMemory runs a pipelined pre-training with an
+// embedded nats-server and three separate slave processes, and checks that
+// the weights are bit-identical to the in-memory schedule with the same
+// seeds: the transport changes nothing.
+func TestSlaveProcessesMatchInMemory(t *testing.T) {
+	const n, epochs, batch, k = 300, 3, 16, 4 // 19 batches an epoch, the last short
+	layers := []int{49, 32, 24, 16}
+	x := prototypes(1, n, layers[0])
+	cfgs := stageConfigs(layers, epochs, batch, k)
+
+	blas.SetThreads(1)
+	want, err := pipeline.Pipelined(context.Background(), x, n, cfgs, 77, 2, pipeline.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	srv, err := StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := Connect(srv.URL(), "test-master")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+
+	var wg sync.WaitGroup
+	logs := make([]bytes.Buffer, len(cfgs))
+	for i := range cfgs {
+		cmd := exec.Command(slaveBin, "--nats", srv.URL(), "--name", "proc-"+strconv.Itoa(i+1), "--threads", "1", "--join-timeout", "30s")
+		cmd.Stderr = &logs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("slave %d: %v\n%s", i+1, err, logs[i].String())
+			}
+		}()
+	}
+	var mu sync.Mutex
+	statuses := 0
+	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+		RunID: "e2e", Stages: cfgs, Data: x, N: n, ShuffleSeed: 77, Credits: 2, JoinTimeout: 30 * time.Second,
+		Hooks: pipeline.Hooks{Window: func(pipeline.Stats) { mu.Lock(); statuses++; mu.Unlock() }},
+	})
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range got {
+		w := want[i].RBM()
+		if !slices.Equal(tr.RBM.W, w.W) || !slices.Equal(tr.RBM.A, w.A) || !slices.Equal(tr.RBM.B, w.B) {
+			t.Errorf("rbm %d: weights over NATS differ from the in-memory run", i+1)
+		}
+		if wantB := epochs * pipeline.BatchesPerEpoch(n, batch); tr.Stats.Batches != wantB {
+			t.Errorf("rbm %d: %d batches; want %d", i+1, tr.Stats.Batches, wantB)
+		}
+		if !slices.Equal(tr.Stats.Recon, want[i].Stats().Recon) {
+			t.Errorf("rbm %d: recon %v; want %v", i+1, tr.Stats.Recon, want[i].Stats().Recon)
+		}
+		if tr.BytesIn == 0 || (i+1 < len(got) && tr.BytesOut == 0) {
+			t.Errorf("rbm %d: bytes in %d, out %d; want traffic counted", i+1, tr.BytesIn, tr.BytesOut)
+		}
+		if tr.Slave != "proc-"+strconv.Itoa(i+1) && tr.Slave == "" {
+			t.Errorf("rbm %d: slave name %q", i+1, tr.Slave)
+		}
+	}
+}
+
+// TestSlowSlaveLosesNothing makes the middle slave ten times slower than the
+// others: the fast producer below must wait for credit (nothing dropped,
+// every batch trained) and the slow slave's pending input must stay within
+// its credits.
+func TestSlowSlaveLosesNothing(t *testing.T) {
+	const n, epochs, batch, k, credits = 400, 2, 10, 2, 3
+	layers := []int{49, 40, 30, 20}
+	x := prototypes(2, n, layers[0])
+	cfgs := stageConfigs(layers, epochs, batch, k)
+	srv, err := StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := Connect(srv.URL(), "test-master")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+
+	var maxPending int
+	var pmu sync.Mutex
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range cfgs {
+		opt := SlaveOptions{URL: srv.URL(), Name: fmt.Sprintf("s%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second, Logger: testLogger(t)}
+		if i == 1 {
+			// Ten times slower: sleep nine times the window's training time.
+			opt.afterWindow = func(busy time.Duration, in *Receiver) {
+				time.Sleep(9*busy + 2*time.Millisecond)
+				msgs, bytes, _ := in.sub.Pending()
+				_ = msgs
+				pmu.Lock()
+				maxPending = max(maxPending, bytes)
+				pmu.Unlock()
+			}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := RunSlave(ctx, opt); err != nil {
+				t.Errorf("slave %d: %v", i+1, err)
+			}
+		}()
+	}
+	got, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{
+		RunID: "slow", Stages: cfgs, Data: x, N: n, ShuffleSeed: 3, Credits: credits, JoinTimeout: 20 * time.Second,
+	})
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range got {
+		if wantB := epochs * pipeline.BatchesPerEpoch(n, batch); tr.Stats.Batches != wantB {
+			t.Errorf("rbm %d: %d batches; want %d (windows dropped?)", i+1, tr.Stats.Batches, wantB)
+		}
+	}
+	if got[0].Stats.WaitCredit == 0 && got[0].Stats.WaitInput == 0 {
+		t.Errorf("rbm 1 never waited; want it held back by the slow rbm 2")
+	}
+	windowBytes := batch * k * layers[1] * 4
+	if bound := (credits + 1) * (windowBytes + 4096); maxPending > bound {
+		t.Errorf("slow slave's pending input peaked at %d bytes; want <= %d (credits %d x window %d bytes)", maxPending, bound, credits, windowBytes)
+	}
+	t.Logf("slow slave's pending input peaked at %d bytes (window %d bytes, %d credits)", maxPending, windowBytes, credits)
+}
+
+func TestSlaveErrors(t *testing.T) {
+	t.Parallel()
+	// Nothing listens on this port: a clear error, fast.
+	err := RunSlave(context.Background(), SlaveOptions{URL: "nats://127.0.0.1:1", Name: "x", JoinTimeout: time.Second})
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("cannot reach NATS at nats://127.0.0.1:1")) {
+		t.Errorf("RunSlave(no server) = %v; want a 'cannot reach NATS' error", err)
+	}
+	srv, err := StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	err = RunSlave(context.Background(), SlaveOptions{URL: srv.URL(), Name: "lonely", JoinTimeout: 1500 * time.Millisecond})
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("no master answered")) {
+		t.Errorf("RunSlave(no master) = %v; want a 'no master answered' error", err)
+	}
+	err = RunSlave(context.Background(), SlaveOptions{URL: srv.URL(), Name: "bad name"})
+	if err == nil {
+		t.Error("RunSlave(name with a space) = nil; want an error")
+	}
+}
+
+func TestJoinTimeoutNamesWhoCame(t *testing.T) {
+	t.Parallel()
+	srv, err := StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := Connect(srv.URL(), "test-master")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: "early", JoinTimeout: 5 * time.Second})
+	_, err = NewMaster(nc, nil).Run(ctx, Plan{RunID: "wait", Stages: stageConfigs([]int{4, 3, 2}, 1, 2, 1), Data: make([]float32, 8), N: 2, Credits: 1, JoinTimeout: 1500 * time.Millisecond})
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("1 of 2 slaves joined (early)")) {
+		t.Errorf("Run with one slave of two = %v; want a join timeout naming 'early'", err)
+	}
+}

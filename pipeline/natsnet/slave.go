@@ -1,0 +1,342 @@
+package natsnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+
+	"github.com/pipedbn/pipedbn/blas"
+	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/rbm"
+)
+
+// SlaveOptions configure a slave.
+type SlaveOptions struct {
+	// URL of the NATS server, e.g. nats://127.0.0.1:4222.
+	URL string
+	// Name identifies the slave (see CheckName).
+	Name string
+	// Threads is the number of BLAS threads; 0 means one per CPU.
+	Threads int
+	// JoinTimeout bounds the wait for a master to answer the registration
+	// and then to assign an RBM. Default 60s.
+	JoinTimeout time.Duration
+	// StatusEvery is the period of status reports to the master. Default 1s.
+	StatusEvery time.Duration
+	// Logger receives the slave's log lines; nil discards them.
+	Logger hclog.Logger
+	// NATSOptions are extra connection options (credentials, TLS).
+	NATSOptions []nats.Option
+
+	// afterWindow, for tests, runs after every window with its training time.
+	afterWindow func(busy time.Duration, in *Receiver)
+}
+
+func (o *SlaveOptions) defaults() {
+	if o.JoinTimeout <= 0 {
+		o.JoinTimeout = 60 * time.Second
+	}
+	if o.StatusEvery <= 0 {
+		o.StatusEvery = time.Second
+	}
+	if o.Threads <= 0 {
+		o.Threads = runtime.NumCPU()
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+}
+
+// ErrStopped is returned when the master stops the run.
+var ErrStopped = errors.New("stopped by the master")
+
+// Connect connects to the NATS server at url, with a clear error when it
+// cannot be reached.
+func Connect(url, name string, opts ...nats.Option) (*nats.Conn, error) {
+	all := append([]nats.Option{nats.Name(name), nats.Timeout(5 * time.Second), nats.MaxReconnects(-1)}, opts...)
+	nc, err := nats.Connect(url, all...)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach NATS at %s: %w", url, err)
+	}
+	return nc, nil
+}
+
+// RunSlave joins a cluster and trains the RBM the master assigns: it
+// registers, waits for its assignment, trains on the windows from below while
+// streaming its own middle results up, reports its status every StatusEvery,
+// and finally sends its weights. It returns when the run is done, when the
+// master stops it, or when ctx is cancelled (SIGINT, SIGTERM), draining its
+// NATS connection.
+func RunSlave(ctx context.Context, opt SlaveOptions) error {
+	opt.defaults()
+	log := opt.Logger
+	if err := CheckName(opt.Name); err != nil {
+		return fmt.Errorf("slave %w", err)
+	}
+	blas.SetThreads(opt.Threads)
+	nc, err := Connect(opt.URL, "pipedbn-slave-"+opt.Name, opt.NATSOptions...)
+	if err != nil {
+		return err
+	}
+	defer nc.Drain()
+
+	ctl, err := nc.SubscribeSync(ctlSubject(opt.Name))
+	if err != nil {
+		return err
+	}
+	if err := register(ctx, nc, opt); err != nil {
+		return err
+	}
+	log.Info("registered; waiting for an assignment", "nats", opt.URL)
+	wait, cancel := context.WithTimeout(ctx, opt.JoinTimeout)
+	msg, err := ctl.NextMsgWithContext(wait)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("registered with the master at %s, but no RBM was assigned within %s", opt.URL, opt.JoinTimeout)
+	}
+	m, err := messages.Decode(msg.Data)
+	if err != nil {
+		return fmt.Errorf("assignment: %w", err)
+	}
+	var a *messages.Assign
+	switch m := m.(type) {
+	case *messages.Assign:
+		a = m
+	case *messages.Stop:
+		log.Info("the master needs no more slaves", "reason", m.Reason)
+		return nil
+	default:
+		return fmt.Errorf("expected an assignment, got %s", m.Kind())
+	}
+	return trainAssigned(ctx, nc, ctl, a, opt)
+}
+
+// register announces the slave until a master answers.
+func register(ctx context.Context, nc *nats.Conn, opt SlaveOptions) error {
+	host, _ := os.Hostname()
+	b, err := messages.Encode(&messages.Register{
+		Name: opt.Name, Host: host, CPUs: opt.Threads, PID: os.Getpid(), Protocol: messages.Version,
+	})
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(opt.JoinTimeout)
+	for {
+		try, cancel := context.WithTimeout(ctx, time.Second)
+		reply, err := nc.RequestWithContext(try, RegisterSubject, b)
+		cancel()
+		if err == nil {
+			if len(reply.Data) > 0 {
+				return fmt.Errorf("the master refused slave %s: %s", opt.Name, reply.Data)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no master answered on %s within %s (is `master run` with cluster.nats_url = %s running?)", opt.URL, opt.JoinTimeout, opt.URL)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// StageConfig turns an assignment into the stage it describes.
+func StageConfig(a *messages.Assign) (pipeline.StageConfig, error) {
+	units, err := rbm.ParseUnits(a.Units)
+	if err != nil {
+		return pipeline.StageConfig{}, err
+	}
+	middle, err := rbm.ParseMiddle(a.Middle)
+	if err != nil {
+		return pipeline.StageConfig{}, err
+	}
+	return pipeline.StageConfig{
+		Index: a.RBM, Visible: a.Visible, Hidden: a.Hidden, Units: units,
+		Epochs: a.Epochs, BatchSize: a.BatchSize, K: a.K, CDK: a.CDK, Middle: middle,
+		LearningRate: [2]float64{a.LearningRate.Initial, a.LearningRate.Final},
+		Momentum:     [2]float64{a.Momentum.Initial, a.Momentum.Final},
+		WeightDecay:  a.WeightDecay, Seed: a.Seed,
+	}, nil
+}
+
+func trainAssigned(ctx context.Context, nc *nats.Conn, ctl *nats.Subscription, a *messages.Assign, opt SlaveOptions) error {
+	log := opt.Logger.With("rbm", a.RBM, "run", a.RunID)
+	cfg, err := StageConfig(a)
+	if err != nil {
+		return fmt.Errorf("assignment: %w", err)
+	}
+	report := reportSubject(a.RunID, opt.Name)
+	send := func(m messages.Message) error {
+		parts, err := messages.EncodeParts(m, int(nc.MaxPayload()), uint64(time.Now().UnixNano()))
+		if err != nil {
+			return err
+		}
+		for _, p := range parts {
+			if err := nc.Publish(report, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	fail := func(err error) error {
+		send(&messages.Error{RunID: a.RunID, RBM: a.RBM, Text: err.Error()})
+		nc.Flush()
+		return err
+	}
+	log.Info("assigned", "visible", a.Visible, "hidden", a.Hidden, "upstream", a.Upstream, "downstream", a.Downstream)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// The master may stop the run at any time.
+	var stopped sync.Once
+	stopErr := make(chan error, 1)
+	go func() {
+		for {
+			msg, err := ctl.NextMsgWithContext(ctx)
+			if err != nil {
+				return
+			}
+			if m, err := messages.Decode(msg.Data); err == nil && m.Kind() == messages.KindStop {
+				stopped.Do(func() { stopErr <- ErrStopped; cancel() })
+				return
+			}
+		}
+	}()
+
+	in, err := NewReceiver(nc, a.RunID, a.Upstream, a.RBM-1, opt.Name, a.Visible, a.Credits)
+	if err != nil {
+		return fail(err)
+	}
+	var out *Sender
+	var outSender pipeline.Sender
+	if a.Downstream != "" {
+		if out, err = NewSender(nc, a.RunID, opt.Name, a.RBM, a.Downstream); err != nil {
+			return fail(err)
+		}
+		outSender = out
+	}
+	st := pipeline.NewStage(cfg)
+
+	var mu sync.Mutex
+	latest := st.Stats()
+	status := func() *messages.Status {
+		mu.Lock()
+		s := latest
+		mu.Unlock()
+		m := &messages.Status{
+			RunID: a.RunID, RBM: a.RBM, Slave: opt.Name, State: wireState(s.State),
+			Epoch: s.Epoch, Batches: s.Batches, ReconError: s.LastRecon, ReconErrors: s.Recon,
+			BusySeconds: s.Busy.Seconds(), WaitSeconds: (s.WaitInput + s.WaitCredit).Seconds(),
+			BytesIn: uint64(in.Stats().Bytes),
+		}
+		if out != nil {
+			m.BytesOut = uint64(out.Stats().Bytes)
+		}
+		return m
+	}
+	var lastBusy time.Duration
+	hook := func(s pipeline.Stats) {
+		mu.Lock()
+		latest = s
+		mu.Unlock()
+		if opt.afterWindow != nil {
+			opt.afterWindow(s.Busy-lastBusy, in)
+			lastBusy = s.Busy
+		}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(opt.StatusEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				send(status())
+			}
+		}
+	}()
+	err = pipeline.RunStage(ctx, st, in, outSender, pipeline.Hooks{Window: hook})
+	close(done)
+	wg.Wait()
+	if err != nil {
+		select {
+		case e := <-stopErr:
+			log.Warn("stopped by the master")
+			return e
+		default:
+		}
+		log.Error("training failed", "error", err)
+		return fail(err)
+	}
+	if ls := in.Stats(); ls.Rejected > 0 || ls.Duplicates > 0 {
+		log.Warn("link anomalies", "rejected", ls.Rejected, "duplicates", ls.Duplicates)
+	}
+	s := st.Stats()
+	r := st.RBM()
+	final := status()
+	w := &messages.Weights{
+		RunID: a.RunID, RBM: a.RBM, Visible: r.Visible, Hidden: r.Hidden, W: r.W, A: r.A, B: r.B,
+		ReconErrors: s.Recon, Batches: s.Batches, BusySeconds: s.Busy.Seconds(),
+		WaitSeconds: (s.WaitInput + s.WaitCredit).Seconds(), BytesIn: final.BytesIn, BytesOut: final.BytesOut,
+	}
+	if err := send(final); err != nil {
+		return err
+	}
+	if err := send(w); err != nil {
+		return fmt.Errorf("send weights: %w", err)
+	}
+	if err := nc.FlushTimeout(30 * time.Second); err != nil {
+		return fmt.Errorf("send weights: %w", err)
+	}
+	log.Info("done", "batches", s.Batches, "busy_seconds", s.Busy.Seconds())
+	return nil
+}
+
+func wireState(s pipeline.State) messages.State {
+	switch s {
+	case pipeline.Training:
+		return messages.StateTraining
+	case pipeline.WaitingInput:
+		return messages.StateWaitingInput
+	case pipeline.WaitingCredit:
+		return messages.StateWaitingCredit
+	case pipeline.Done:
+		return messages.StateDone
+	case pipeline.Failed:
+		return messages.StateFailed
+	}
+	return messages.StateIdle
+}
+
+func localState(s messages.State) pipeline.State {
+	switch s {
+	case messages.StateTraining:
+		return pipeline.Training
+	case messages.StateWaitingInput:
+		return pipeline.WaitingInput
+	case messages.StateWaitingCredit:
+		return pipeline.WaitingCredit
+	case messages.StateDone:
+		return pipeline.Done
+	case messages.StateFailed:
+		return pipeline.Failed
+	}
+	return pipeline.Idle
+}
