@@ -116,6 +116,20 @@ type Finetune struct {
 	LearningRate float64 `mapstructure:"learning_rate"`
 	// Momentum of SGD. Default 0.9.
 	Momentum float64 `mapstructure:"momentum"`
+	// LearningRateFinal, when > 0, is the learning rate of the last epoch,
+	// reached linearly; 0 keeps LearningRate. Default 0.
+	LearningRateFinal float64 `mapstructure:"learning_rate_final"`
+	// WeightDecay is the L2 penalty on weights. Default 0.
+	WeightDecay float64 `mapstructure:"weight_decay"`
+	// Validation is the fraction of the training examples (the last ones)
+	// held out to pick the best epoch; 0 keeps the last epoch. Default 0.1.
+	Validation float64 `mapstructure:"validation"`
+	// Patience stops after this many epochs without a better validation
+	// accuracy; 0 never stops early. Default 0.
+	Patience int `mapstructure:"patience"`
+	// Init is pretrained (the DBN's weights) or random (the same network
+	// from random weights: the no-pre-training baseline). Default pretrained.
+	Init string `mapstructure:"init"`
 }
 
 // Output says where results go.
@@ -171,6 +185,11 @@ func Defaults() map[string]any {
 		"finetune.batch_size":            128,
 		"finetune.learning_rate":         0.1,
 		"finetune.momentum":              0.9,
+		"finetune.learning_rate_final":   0.0,
+		"finetune.weight_decay":          0.0,
+		"finetune.validation":            0.1,
+		"finetune.patience":              0,
+		"finetune.init":                  "pretrained",
 		"output.dir":                     "",
 		"sweep.repeats":                  1,
 		"sweep.vary":                     []any{},

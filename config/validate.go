@@ -134,6 +134,17 @@ func (c *Config) Validate() error {
 	atLeast("finetune.batch_size", f.BatchSize, 1)
 	positive("finetune.learning_rate", f.LearningRate)
 	fraction("finetune.momentum", f.Momentum)
+	if f.LearningRateFinal != 0 {
+		positive("finetune.learning_rate_final", f.LearningRateFinal)
+	}
+	if math.IsNaN(f.WeightDecay) || math.IsInf(f.WeightDecay, 0) || f.WeightDecay < 0 {
+		bad("finetune.weight_decay", f.WeightDecay, "must be a finite number >= 0")
+	}
+	if !(f.Validation >= 0 && f.Validation < 1) {
+		bad("finetune.validation", f.Validation, "must be a fraction in [0, 1)")
+	}
+	atLeast("finetune.patience", f.Patience, 0)
+	oneOf("finetune.init", f.Init, "pretrained", "random")
 
 	atLeast("sweep.repeats", c.Sweep.Repeats, 1)
 	for i, a := range c.Sweep.Vary {

@@ -92,12 +92,17 @@ func rate(s pipeline.Stats) float64 {
 // line renders one RBM's state.
 func (p *progress) line(i int) string {
 	s := p.stats[i]
+	who := ""
+	if s.Worker != "" {
+		who = " on " + s.Worker
+	}
 	if s.Batches == 0 {
-		return fmt.Sprintf("RBM %d  waiting", s.Index)
+		return fmt.Sprintf("RBM %d%s  %s", s.Index, who, s.State)
 	}
 	inEpoch := s.Batches - s.Epoch*p.batches[i]
-	return fmt.Sprintf("RBM %d  epoch %d/%d  batch %d/%d  recon %.5f  %s samples/s",
-		s.Index, s.Epoch+1, p.epochs, inEpoch, p.batches[i], s.LastRecon, thousands(int(rate(s))))
+	return fmt.Sprintf("RBM %d%s  epoch %d/%d  batch %d/%d  recon %.5f  %s samples/s  busy %.0fs  waiting %.0fs  %s",
+		s.Index, who, s.Epoch+1, p.epochs, inEpoch, p.batches[i], s.LastRecon, thousands(int(rate(s))),
+		s.Busy.Seconds(), (s.WaitInput + s.WaitCredit).Seconds(), s.State)
 }
 
 func (p *progress) show() {

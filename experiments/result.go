@@ -50,6 +50,12 @@ type RBMResult struct {
 	WaitSeconds float64   `json:"wait_seconds"`
 	BytesIn     int64     `json:"bytes_in"`
 	BytesOut    int64     `json:"bytes_out"`
+
+	// FinalReconError (an extension) is the RBM's reconstruction error at
+	// the end, on the first training examples transformed by the final
+	// RBMs below it: comparable across schedules, where recon_error of an
+	// upper pipelined RBM is measured on input that moved as it trained.
+	FinalReconError float64 `json:"final_recon_error"`
 }
 
 // FinetuneResult is the fine-tuning part of a result.
@@ -58,6 +64,22 @@ type FinetuneResult struct {
 	Seconds       float64 `json:"seconds"`
 	TrainAccuracy float64 `json:"train_accuracy"`
 	TestAccuracy  float64 `json:"test_accuracy"`
+
+	// Extensions beyond the contract.
+
+	// Init is pretrained or random (the no-pre-training baseline).
+	Init string `json:"init"`
+	// ValidationAccuracy is measured on the held-out part of the training
+	// set that picked the kept epoch.
+	ValidationAccuracy float64 `json:"validation_accuracy"`
+	// History has one entry per epoch trained.
+	History []FinetuneEpoch `json:"history"`
+	// Confusion[t][p] counts test examples of class t predicted as p;
+	// PerClass[t] is the test accuracy (recall) of class t.
+	Confusion [][]int   `json:"confusion"`
+	PerClass  []float64 `json:"per_class_accuracy"`
+	// Classes names the classes, where the data set has names.
+	Classes []string `json:"classes,omitempty"`
 }
 
 // writeJSON writes v to path through a temporary file and a rename, so a

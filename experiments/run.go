@@ -34,6 +34,9 @@ type Options struct {
 	Terminal bool
 	// OutDir overrides the config's output folder.
 	OutDir string
+	// SlaveCommand starts a local slave (its flags are appended); default:
+	// this executable with the argument "slave".
+	SlaveCommand []string
 }
 
 // OutDir returns the folder a run of cfg writes to.
@@ -129,10 +132,10 @@ func StageConfigs(cfg *config.Config) ([]pipeline.StageConfig, error) {
 // Run runs the experiment cfg describes and writes result.json and
 // weights.npz to its output folder.
 func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) {
-	log := opt.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
+	if opt.Logger == nil {
+		opt.Logger = hclog.NewNullLogger()
 	}
+	log := opt.Logger
 	out := opt.OutDir
 	if out == "" {
 		out = OutDir(cfg)
@@ -145,8 +148,11 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
+	var input []Array
 	if cfg.DBN.Visible == "gaussian" {
-		standardize(train, test)
+		mean, scale := standardize(train, test)
+		// NumPy needs them to feed raw pixels to the network.
+		input = []Array{{Name: "input_mean", Rows: len(mean), Data: mean}, {Name: "input_scale", Rows: len(scale), Data: scale}}
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("output.dir = %q: %w", out, err)
@@ -170,13 +176,16 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 
 	log.Info("pre-training", "mode", cfg.Pretrain.Mode, "layers", fmt.Sprint(cfg.DBN.Layers), "epochs", cfg.Pretrain.Epochs, "batch_size", cfg.Pretrain.BatchSize, "blas", blas.Name(), "threads", cpus)
 	start := time.Now()
-	trained, err := pretrain(ctx, cfg, train, stageCfgs, prog.hooks())
+	trained, err := pretrain(ctx, cfg, opt, out, train, stageCfgs, prog.hooks())
 	prog.stop()
 	if err != nil {
 		return nil, err
 	}
 	res.PretrainSeconds = time.Since(start).Seconds()
 	res.RBMs = trained.results
+	for i, e := range finalRecon(trained.rbms, train.X, train.N) {
+		res.RBMs[i].FinalReconError = e
+	}
 	var weights []Array
 	for i, r := range trained.rbms {
 		weights = append(weights,
@@ -184,13 +193,31 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 			Array{Name: fmt.Sprintf("b%d", i+1), Rows: r.Hidden, Data: r.B})
 	}
 	weights = append(weights, Array{Name: "a1", Rows: trained.rbms[0].Visible, Data: trained.rbms[0].A})
+	if input != nil {
+		weights = append(weights, input...)
+	}
 	log.Info("pre-training done", "seconds", res.PretrainSeconds)
-
-	if err := writeWeights(filepath.Join(out, res.Weights), weights); err != nil {
+	// Save the pre-trained network now: a failure in fine-tuning loses none
+	// of it.
+	save := func() error {
+		if err := writeWeights(filepath.Join(out, res.Weights), weights); err != nil {
+			return err
+		}
+		return writeJSON(filepath.Join(out, "result.json"), res)
+	}
+	if err := save(); err != nil {
 		return nil, err
 	}
-	if err := writeJSON(filepath.Join(out, "result.json"), res); err != nil {
-		return nil, err
+	if cfg.Finetune.Epochs > 0 {
+		ft, net, err := finetuneNet(ctx, cfg, log, train, test, trained.rbms, cpus)
+		if err != nil {
+			return nil, err
+		}
+		res.Finetune = ft
+		weights = append(weights, finetuneArrays(net)...)
+		if err := save(); err != nil {
+			return nil, err
+		}
 	}
 	log.Info("results written", "dir", out)
 	return res, nil
@@ -212,7 +239,7 @@ type trained struct {
 }
 
 // pretrain runs the pre-training schedule cfg names.
-func pretrain(ctx context.Context, cfg *config.Config, train *data.Set, stageCfgs []pipeline.StageConfig, hooks pipeline.Hooks) (*trained, error) {
+func pretrain(ctx context.Context, cfg *config.Config, opt Options, out string, train *data.Set, stageCfgs []pipeline.StageConfig, hooks pipeline.Hooks) (*trained, error) {
 	seeds := make([]uint64, len(stageCfgs))
 	for i := range seeds {
 		seeds[i] = seedFor(cfg.Seed, seedShuffle, i+1)
@@ -223,11 +250,22 @@ func pretrain(ctx context.Context, cfg *config.Config, train *data.Set, stageCfg
 	)
 	switch {
 	case cfg.Pretrain.Mode == "greedy":
+		if cpus := cfg.Cluster.CPUsPerWorker; cpus > 0 {
+			// The greedy trainer is the one worker: cap this process.
+			g, err := newCPUGroup(fmt.Sprintf("pipedbn-%d-greedy", os.Getpid()), cpus)
+			if err == nil {
+				err = g.add(os.Getpid())
+				defer g.close()
+			}
+			if err != nil {
+				opt.Logger.Warn("cannot cap the greedy trainer's CPUs; it runs uncapped", "cpus_per_worker", cpus, "error", err)
+			}
+		}
 		stages, err = pipeline.Greedy(ctx, train.X, train.N, stageCfgs, seeds, hooks)
 	case cfg.Cluster.Transport == "memory":
 		stages, err = pipeline.Pipelined(ctx, train.X, train.N, stageCfgs, seeds[0], cfg.Cluster.Credits, hooks)
 	default:
-		return nil, fmt.Errorf("config %s: cluster.transport = %q: pipelined pre-training over NATS is not built yet; use --set cluster.transport=memory or --set pretrain.mode=greedy", cfg.File, cfg.Cluster.Transport)
+		return pretrainNATS(ctx, cfg, opt, out, train, stageCfgs, seeds[0], hooks)
 	}
 	if err != nil {
 		return nil, err

@@ -8,8 +8,9 @@ import (
 
 // standardize scales every feature of train and test to zero mean and unit
 // variance over train, as gaussian visible units with unit variance expect.
-// Constant features are only centred.
-func standardize(train, test *data.Set) {
+// Constant features are only centred. It returns the mean and scale it
+// applied: x' = (x - mean) * scale.
+func standardize(train, test *data.Set) (mean32, scale32 []float32) {
 	mean := make([]float64, train.Dim)
 	sq := make([]float64, train.Dim)
 	for i := 0; i < train.N; i++ {
@@ -27,6 +28,10 @@ func standardize(train, test *data.Set) {
 			scale[j] = 1 / sd
 		}
 	}
+	for j := range mean {
+		mean32 = append(mean32, float32(mean[j]))
+		scale32 = append(scale32, float32(scale[j]))
+	}
 	for _, s := range []*data.Set{train, test} {
 		for i := 0; i < s.N; i++ {
 			row := s.Row(i)
@@ -35,4 +40,5 @@ func standardize(train, test *data.Set) {
 			}
 		}
 	}
+	return mean32, scale32
 }

@@ -1,0 +1,103 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/data"
+	"github.com/pipedbn/pipedbn/finetune"
+	"github.com/pipedbn/pipedbn/rbm"
+)
+
+// FinetuneEpoch is one epoch of fine-tuning in result.json.
+type FinetuneEpoch struct {
+	Epoch              int     `json:"epoch"`
+	LearningRate       float64 `json:"learning_rate"`
+	Loss               float64 `json:"loss"`
+	TrainAccuracy      float64 `json:"train_accuracy"`
+	ValidationAccuracy float64 `json:"validation_accuracy"`
+	Seconds            float64 `json:"seconds"`
+}
+
+// finetuneNet unrolls the pre-trained RBMs (or, with finetune.init: random,
+// a network of the same shape from random weights) into a classifier, trains
+// it with backprop on the training set less its validation split, and
+// evaluates it.
+func finetuneNet(ctx context.Context, cfg *config.Config, log hclog.Logger, train, test *data.Set, rbms []*rbm.RBM, threads int) (*FinetuneResult, *finetune.Network, error) {
+	f := cfg.Finetune
+	classes := max(train.Classes, test.Classes)
+	var net *finetune.Network
+	seed := seedFor(cfg.Seed, seedFinetune, 0)
+	if f.Init == "random" {
+		net = finetune.Random(cfg.DBN.Layers, classes, seed)
+	} else {
+		layers := make([]finetune.Layer, len(rbms))
+		for i, r := range rbms {
+			layers[i] = finetune.Layer{In: r.Visible, Out: r.Hidden, W: r.W, B: r.B}
+		}
+		net = finetune.FromPretrained(layers, classes, seed)
+	}
+	fit, valid := train, (*data.Set)(nil)
+	if nValid := int(math.Round(f.Validation * float64(train.N))); nValid > 0 && nValid < train.N {
+		fit, valid = train.Split(train.N - nValid)
+	}
+	log.Info("fine-tuning", "init", f.Init, "epochs", f.Epochs, "train", fit.N, "validation", setSize(valid), "batch_size", f.BatchSize, "learning_rate", f.LearningRate)
+	res := &FinetuneResult{Epochs: f.Epochs, Init: f.Init}
+	start := time.Now()
+	hist, err := finetune.Train(ctx, net, fit, valid, finetune.Config{
+		Epochs: f.Epochs, BatchSize: f.BatchSize, LearningRate: f.LearningRate,
+		LearningRateFinal: f.LearningRateFinal, Momentum: f.Momentum, WeightDecay: f.WeightDecay,
+		Patience: f.Patience, Seed: seed, Threads: threads,
+	}, finetune.Hooks{Epoch: func(e finetune.EpochStats) {
+		log.Info("fine-tuning epoch done", "epoch", fmt.Sprintf("%d/%d", e.Epoch, f.Epochs), "loss", e.Loss,
+			"train_accuracy", e.TrainAccuracy, "validation_accuracy", e.ValidAccuracy, "seconds", e.Seconds)
+	}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("fine-tuning: %w", err)
+	}
+	res.Seconds = time.Since(start).Seconds()
+	for _, e := range hist {
+		res.History = append(res.History, FinetuneEpoch{
+			Epoch: e.Epoch, LearningRate: e.LearningRate, Loss: e.Loss, TrainAccuracy: e.TrainAccuracy,
+			ValidationAccuracy: e.ValidAccuracy, Seconds: e.Seconds,
+		})
+	}
+	res.TrainAccuracy = net.Evaluate(fit).Accuracy
+	if valid != nil {
+		res.ValidationAccuracy = net.Evaluate(valid).Accuracy
+	}
+	ev := net.Evaluate(test)
+	res.TestAccuracy = ev.Accuracy
+	res.Confusion = ev.Confusion
+	res.PerClass = ev.PerClass
+	if cfg.Data.Source == "fashion-mnist" {
+		res.Classes = finetune.FashionMNISTClasses
+	}
+	log.Info("fine-tuning done", "seconds", res.Seconds, "train_accuracy", res.TrainAccuracy, "test_accuracy", res.TestAccuracy)
+	return res, net, nil
+}
+
+func setSize(s *data.Set) int {
+	if s == nil {
+		return 0
+	}
+	return s.N
+}
+
+// finetuneArrays names the fine-tuned network's arrays for weights.npz.
+func finetuneArrays(net *finetune.Network) []Array {
+	var out []Array
+	for i, l := range net.Hidden {
+		out = append(out,
+			Array{Name: fmt.Sprintf("ft_W%d", i+1), Rows: l.In, Cols: l.Out, Data: l.W},
+			Array{Name: fmt.Sprintf("ft_b%d", i+1), Rows: l.Out, Data: l.B})
+	}
+	return append(out,
+		Array{Name: "ft_Wout", Rows: net.Out.In, Cols: net.Out.Out, Data: net.Out.W},
+		Array{Name: "ft_bout", Rows: net.Out.Out, Data: net.Out.B})
+}

@@ -1,0 +1,115 @@
+package experiments
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/data"
+)
+
+var slaveBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "pipedbn-experiments-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	slaveBin = filepath.Join(dir, "slave")
+	if out, err := exec.Command("go", "build", "-o", slaveBin, "../cmd/slave").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build slave: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// loadConfig writes a config file and loads it with overrides.
+func loadConfig(t *testing.T, body string, sets ...string) *config.Config {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "test.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(p, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// numpyCheck runs a Python snippet with NumPy on the output folder, if
+// Debian's python3-numpy is installed.
+func numpyCheck(t *testing.T, dir, script string) string {
+	t.Helper()
+	py := "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import numpy").Run(); err != nil {
+		t.Logf("skipping the NumPy check: %s has no numpy (apt-get install python3-numpy)", py)
+		return ""
+	}
+	out, err := exec.Command(py, "-c", script, dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("numpy check: %v\n%s", err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestRunFashionMNIST pre-trains a small DBN on real Fashion-MNIST in both
+// modes, the pipelined one over an embedded NATS server with local slave
+// processes, and checks result.json and weights.npz.
+func TestRunFashionMNIST(t *testing.T) {
+	if _, err := os.Stat(data.FashionMNISTDir); err != nil {
+		t.Skipf("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist): %v", err)
+	}
+	for _, mode := range []string{"greedy", "pipelined"} {
+		t.Run(mode, func(t *testing.T) {
+			cfg := loadConfig(t, `
+name: fmnist-small
+data: {train_limit: 2000, test_limit: 500}
+dbn: {layers: [784, 64, 32]}
+pretrain: {epochs: 3, batch_size: 50, k_batches: 4, learning_rate: {initial: 0.05, final: 0.02}}
+finetune: {epochs: 0}
+`, "pretrain.mode="+mode)
+			out := t.TempDir()
+			res, err := Run(context.Background(), cfg, Options{OutDir: out, SlaveCommand: []string{slaveBin}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadResult(filepath.Join(out, "result.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Mode != mode || len(got.RBMs) != 2 || got.Weights != "weights.npz" || got.Finetune != nil {
+				t.Fatalf("result.json = %+v; want mode %s, 2 RBMs, weights.npz, no finetune", got, mode)
+			}
+			for _, r := range res.RBMs {
+				if want := 3 * 40; r.Batches != want {
+					t.Errorf("rbm %d: %d batches; want %d", r.Index, r.Batches, want)
+				}
+				if len(r.ReconError) != 3 {
+					t.Fatalf("rbm %d: recon errors %v; want 3", r.Index, r.ReconError)
+				}
+				if r.Index == 1 && r.ReconError[2] >= r.ReconError[0] {
+					t.Errorf("rbm 1: recon error %v did not fall", r.ReconError)
+				}
+				if mode == "pipelined" && (r.BytesIn == 0 || !strings.HasPrefix(r.Worker, "local-")) {
+					t.Errorf("rbm %d: worker %q, bytes in %d; want a local slave with traffic", r.Index, r.Worker, r.BytesIn)
+				}
+			}
+			shapes := numpyCheck(t, out, `
+import sys, numpy as np
+d = np.load(sys.argv[1] + "/weights.npz")
+print(" ".join(f"{k}:{d[k].dtype}:{'x'.join(map(str, d[k].shape))}" for k in sorted(d.files)))`)
+			if want := "W1:float32:784x64 W2:float32:64x32 a1:float32:784 b1:float32:64 b2:float32:32"; shapes != "" && shapes != want {
+				t.Errorf("weights.npz = %s; want %s", shapes, want)
+			}
+		})
+	}
+}
