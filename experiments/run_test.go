@@ -75,7 +75,7 @@ name: fmnist-small
 data: {train_limit: 2000, test_limit: 500}
 dbn: {layers: [784, 64, 32]}
 pretrain: {epochs: 3, batch_size: 50, k_batches: 4, learning_rate: {initial: 0.05, final: 0.02}}
-finetune: {epochs: 0}
+finetune: {epochs: 6, learning_rate: 0.2, batch_size: 50}
 `, "pretrain.mode="+mode)
 			out := t.TempDir()
 			res, err := Run(context.Background(), cfg, Options{OutDir: out, SlaveCommand: []string{slaveBin}})
@@ -86,8 +86,19 @@ finetune: {epochs: 0}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Mode != mode || len(got.RBMs) != 2 || got.Weights != "weights.npz" || got.Finetune != nil {
-				t.Fatalf("result.json = %+v; want mode %s, 2 RBMs, weights.npz, no finetune", got, mode)
+			if got.Mode != mode || len(got.RBMs) != 2 || got.Weights != "weights.npz" || got.Finetune == nil {
+				t.Fatalf("result.json = %+v; want mode %s, 2 RBMs, weights.npz, finetune", got, mode)
+			}
+			ft := got.Finetune
+			if ft.TestAccuracy < 0.6 {
+				t.Errorf("test accuracy %.3f; want well above chance (0.1): >= 0.6", ft.TestAccuracy)
+			}
+			n := 0
+			for i, row := range ft.Confusion {
+				n += row[i]
+			}
+			if len(ft.Confusion) != 10 || float64(n)/500 != ft.TestAccuracy {
+				t.Errorf("confusion matrix %v does not match test accuracy %v", ft.Confusion, ft.TestAccuracy)
 			}
 			for _, r := range res.RBMs {
 				if want := 3 * 40; r.Batches != want {
@@ -107,8 +118,30 @@ finetune: {epochs: 0}
 import sys, numpy as np
 d = np.load(sys.argv[1] + "/weights.npz")
 print(" ".join(f"{k}:{d[k].dtype}:{'x'.join(map(str, d[k].shape))}" for k in sorted(d.files)))`)
-			if want := "W1:float32:784x64 W2:float32:64x32 a1:float32:784 b1:float32:64 b2:float32:32"; shapes != "" && shapes != want {
+			if want := "W1:float32:784x64 W2:float32:64x32 a1:float32:784 b1:float32:64 b2:float32:32 " +
+				"ft_W1:float32:784x64 ft_W2:float32:64x32 ft_Wout:float32:32x10 ft_b1:float32:64 ft_b2:float32:32 ft_bout:float32:10"; shapes != "" && shapes != want {
 				t.Errorf("weights.npz = %s; want %s", shapes, want)
+			}
+			// NumPy alone reproduces the reported test accuracy from the
+			// test images scaled to [0,1] (the contract).
+			acc := numpyCheck(t, out, `
+import sys, gzip, numpy as np
+d = np.load(sys.argv[1] + "/weights.npz")
+with gzip.open("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz") as f:
+    x = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784)[:500].astype(np.float32) / 255
+with gzip.open("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz") as f:
+    y = np.frombuffer(f.read(), np.uint8, offset=8)[:500]
+h, i = x, 1
+while f"ft_W{i}" in d.files:
+    h = 1 / (1 + np.exp(-(h @ d[f"ft_W{i}"] + d[f"ft_b{i}"])))
+    i += 1
+print((np.argmax(h @ d["ft_Wout"] + d["ft_bout"], axis=1) == y).mean())`)
+			if acc != "" {
+				var np float64
+				fmt.Sscan(acc, &np)
+				if d := np - ft.TestAccuracy; d > 0.004 || d < -0.004 {
+					t.Errorf("NumPy test accuracy %v; result.json says %v", np, ft.TestAccuracy)
+				}
 			}
 		})
 	}
