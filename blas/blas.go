@@ -2,6 +2,11 @@
 // through OpenBLAS (cgo, gonum.org/v1/netlib) by default, or gonum's pure-Go
 // BLAS when built with the purego tag.
 //
+// It also holds the fused element-wise kernels of a contrastive-divergence
+// step (SigmoidBias, SigmoidBiasSample, Reconstruct, MomentumStep) and the
+// vectorisable RNG they sample with: auto-vectorised C in the default build,
+// bit-identical Go with the purego tag.
+//
 // All matrices are row-major float32 slices. Like gonum, the caller supplies
 // every destination, so hot loops allocate nothing; a shape mismatch is a
 // programmer error and panics.

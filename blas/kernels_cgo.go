@@ -1,0 +1,63 @@
+//go:build !purego
+
+package blas
+
+/*
+#cgo CFLAGS: -O3
+#include <stdint.h>
+
+// Defined in kernels.c. Declared here rather than in a header: cgo's own
+// preprocessing of this preamble looks for quoted includes outside the
+// package directory first (a stray kernels.h in /tmp broke the build).
+void pd_uniform(uint32_t *state, float *dst, long n);
+void pd_logistic_bias(float *x, long rows, long cols, const float *bias, float *colsum);
+void pd_logistic_bias_sample(float *x, float *smp, long rows, long cols,
+		const float *bias, float *colsum, uint32_t *state);
+double pd_reconstruct(float *x, const float *v0, long rows, long cols,
+		const float *bias, float *coldiff, int logistic);
+int pd_momentum_step(float *w, float *vel, long n, float decay);
+const char *pd_kernel_level(void);
+void pd_cap_level(int l);
+*/
+import "C"
+
+import "unsafe"
+
+func fptr(x []float32) *C.float {
+	if x == nil {
+		return nil
+	}
+	return (*C.float)(unsafe.Pointer(&x[0]))
+}
+
+// KernelLevel reports which variant of the element-wise kernels runs on this
+// CPU: "avx512", "avx2" or "base" for the C kernels, "go" in the purego build.
+func KernelLevel() string { return C.GoString(C.pd_kernel_level()) }
+
+func uniform(s *[4 * rngLanes]uint32, dst []float32) {
+	C.pd_uniform((*C.uint32_t)(&s[0]), fptr(dst), C.long(len(dst)))
+}
+
+func sigmoidBias(x []float32, rows, cols int, bias, colSum []float32) {
+	C.pd_logistic_bias(fptr(x), C.long(rows), C.long(cols), fptr(bias), fptr(colSum))
+}
+
+func sigmoidBiasSample(x, smp []float32, rows, cols int, bias, colSum []float32, s *[4 * rngLanes]uint32) {
+	C.pd_logistic_bias_sample(fptr(x), fptr(smp), C.long(rows), C.long(cols), fptr(bias), fptr(colSum), (*C.uint32_t)(&s[0]))
+}
+
+func reconstruct(x, v0 []float32, rows, cols int, bias, colDiff []float32, logistic bool) float64 {
+	l := C.int(0)
+	if logistic {
+		l = 1
+	}
+	return float64(C.pd_reconstruct(fptr(x), fptr(v0), C.long(rows), C.long(cols), fptr(bias), fptr(colDiff), l))
+}
+
+func momentumStep(w, vel []float32, decay float32) bool {
+	return C.pd_momentum_step(fptr(w), fptr(vel), C.long(len(w)), C.float(decay)) == 0
+}
+
+// capKernelLevel makes the kernels use at most variant l (0 base, 1 AVX2,
+// 2 AVX-512; -1 removes the cap). Tests use it to cover every variant.
+func capKernelLevel(l int) { C.pd_cap_level(C.int(l)) }

@@ -1,0 +1,235 @@
+package rbm
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/pipedbn/pipedbn/blas"
+)
+
+// ErrDiverged reports that a training step produced a NaN or an infinity.
+// The step's changes are undone back to the last Commit (see Trainer.Step).
+var ErrDiverged = errors.New("rbm: diverged")
+
+// Params are the hyper-parameters of one CD step. The zero value makes a step
+// that changes nothing.
+type Params struct {
+	// LearningRate ε scales the gradient, which is averaged over the rows of
+	// the mini-batch. The paper anneals it from 0.015 to 0.002 (see
+	// Schedule).
+	LearningRate float32
+	// Momentum m in [0, 1) keeps that fraction of the previous update
+	// (weights and both biases); 0 means plain gradient steps.
+	Momentum float32
+	// WeightDecay is the L2 penalty on W (not on the biases); 0 means none.
+	// Hinton's guide suggests 1e-4 to 1e-5.
+	WeightDecay float32
+}
+
+// Schedule returns the value of a hyper-parameter at epoch (0-based) of
+// epochs, moving linearly from initial at epoch 0 to final at epoch epochs-1,
+// as the paper's learning rate goes from 0.015 to 0.002 over 20 epochs.
+// Epochs outside [0, epochs-1] get the nearer end value; with epochs <= 1 it
+// returns initial.
+func Schedule(initial, final float64, epoch, epochs int) float64 {
+	if epochs <= 1 || epoch <= 0 {
+		return initial
+	}
+	if epoch >= epochs-1 {
+		return final
+	}
+	return initial + (final-initial)*float64(epoch)/float64(epochs-1)
+}
+
+// Trainer trains one RBM by CD-k on mini-batches. It owns the momentum
+// buffers, every scratch buffer of a step and its own random generator, so
+// Step allocates nothing and a seed fixes every sample it draws. A Trainer is
+// not safe for concurrent use, and nothing else may use its RBM during Step.
+type Trainer struct {
+	r     *RBM
+	batch int
+	k     int
+	rng   blas.RNG
+
+	// Per-step scratch, batch rows each.
+	h0 []float32 // p(h|v0), the positive statistics
+	hs []float32 // sampled hidden states driving the Gibbs chain
+	vk []float32 // reconstruction v_k = E[v|h_{k-1}]
+	hk []float32 // p(h|v_k), the negative statistics
+
+	sumH0 []float32 // Σ_rows h0
+	sumHk []float32 // Σ_rows hk
+	diffA []float32 // Σ_rows (v0 - vk)
+
+	velW, velA, velB []float32
+
+	// The last committed W, A and B, restored on divergence.
+	goodW, goodA, goodB []float32
+}
+
+// NewTrainer returns a Trainer for r with room for batches of up to
+// batchSize rows, running cdK Gibbs steps per update (CD-k; the paper uses
+// k=1) and drawing samples from a generator seeded with seed. r's current
+// state counts as committed. It panics unless batchSize and cdK are positive.
+func NewTrainer(r *RBM, batchSize, cdK int, seed uint64) *Trainer {
+	r.check("NewTrainer")
+	if batchSize < 1 || cdK < 1 {
+		panic(fmt.Sprintf("rbm: NewTrainer: batch size %d, k %d; want both positive", batchSize, cdK))
+	}
+	V, H := r.Visible, r.Hidden
+	t := &Trainer{
+		r:     r,
+		batch: batchSize,
+		k:     cdK,
+		h0:    make([]float32, batchSize*H),
+		hs:    make([]float32, batchSize*H),
+		vk:    make([]float32, batchSize*V),
+		hk:    make([]float32, batchSize*H),
+		sumH0: make([]float32, H),
+		sumHk: make([]float32, H),
+		diffA: make([]float32, V),
+		velW:  make([]float32, V*H),
+		velA:  make([]float32, V),
+		velB:  make([]float32, H),
+		goodW: make([]float32, V*H),
+		goodA: make([]float32, V),
+		goodB: make([]float32, H),
+	}
+	t.rng.Seed(seed)
+	t.Commit()
+	return t
+}
+
+// RBM returns the RBM t trains.
+func (t *Trainer) RBM() *RBM { return t.r }
+
+// Commit records the RBM's current W, A and B as the last good state, the
+// one a diverging Step restores. Callers commit at the end of each epoch.
+func (t *Trainer) Commit() {
+	t.r.check("Commit")
+	copy(t.goodW, t.r.W)
+	copy(t.goodA, t.r.A)
+	copy(t.goodB, t.r.B)
+}
+
+// Step does one CD-k update of the RBM on the mini-batch v0 (rows x Visible,
+// 1 <= rows <= the trainer's batch size; the last batch of an epoch may be
+// short):
+//
+//	h0 = p(h|v0) = sigmoid(v0 W + B), hs ~ h0
+//	repeat k times: vk = E[v|hs], hk = p(h|vk) = sigmoid(vk W + B), hs ~ hk
+//	grad = (v0ᵀh0 - vkᵀhk)/rows, and for A and B the matching column means
+//	vel = m vel + ε (grad - wd W); W += vel (biases alike, without decay)
+//
+// where E[v|h] = sigmoid(h Wᵀ + A) for Bernoulli units and h Wᵀ + A for
+// Gaussian ones; the reconstruction is not sampled and the last hk is left as
+// probabilities, as in Hinton's practical guide. Step reads r.A afresh, so an
+// L_{i-1}-copy's visible biases overwritten between steps take effect at once.
+//
+// If middle is not nil, it receives the middle result (rows x Hidden): h0, or
+// the sampled states hs of the positive phase when kind is Samples.
+//
+// Step returns the sum over rows x Visible elements of (v0 - v1)², the
+// squared error of the first reconstruction; callers average it. If a NaN or
+// an infinity appears in the error, W, A or B, it restores W, A and B to the
+// last Commit, zeroes the momentum and returns an error wrapping ErrDiverged.
+// Step allocates nothing, and two Trainers built with the same arguments give
+// bit-identical results for the same inputs in the same build (and with the
+// same number of BLAS threads).
+func (t *Trainer) Step(v0 []float32, rows int, p Params, middle []float32, kind Middle) (sse float64, err error) {
+	r := t.r
+	r.check("Step")
+	V, H := r.Visible, r.Hidden
+	if rows < 1 || rows > t.batch {
+		panic(fmt.Sprintf("rbm: Step: %d rows; want 1 to %d", rows, t.batch))
+	}
+	checkMat("Step", "v0", v0, rows, V)
+	if middle != nil {
+		checkMat("Step", "middle", middle, rows, H)
+		if kind != Probabilities && kind != Samples {
+			panic(fmt.Sprintf("rbm: Step: invalid %v", kind))
+		}
+	}
+	v0 = v0[:rows*V]
+	h0, hs, vk, hk := t.h0[:rows*H], t.hs[:rows*H], t.vk[:rows*V], t.hk[:rows*H]
+	clear(t.sumH0)
+	clear(t.sumHk)
+
+	// Positive phase.
+	blas.Gemm(false, false, rows, H, V, 1, v0, V, r.W, H, 0, h0, H)
+	blas.SigmoidBiasSample(h0, hs, rows, H, r.B, t.sumH0, &t.rng)
+	if middle != nil {
+		if kind == Samples {
+			copy(middle, hs)
+		} else {
+			copy(middle, h0)
+		}
+	}
+
+	// Negative phase: k steps of the Gibbs chain from hs.
+	logistic := r.Units == Bernoulli
+	for step := 0; step < t.k; step++ {
+		blas.Gemm(false, true, rows, V, H, 1, hs, H, r.W, H, 0, vk, V)
+		clear(t.diffA)
+		e := blas.Reconstruct(vk, v0, rows, V, r.A, t.diffA, logistic)
+		if step == 0 {
+			sse = e
+		}
+		blas.Gemm(false, false, rows, H, V, 1, vk, V, r.W, H, 0, hk, H)
+		if step < t.k-1 {
+			blas.SigmoidBiasSample(hk, hs, rows, H, r.B, nil, &t.rng)
+		} else {
+			blas.SigmoidBias(hk, rows, H, r.B, t.sumHk)
+		}
+	}
+
+	// Update. The gradient goes straight into the momentum buffer through
+	// GEMM's alpha and beta, and one fused pass applies decay and velocity
+	// to W while checking that it stayed finite.
+	lr, m := p.LearningRate, p.Momentum
+	scale := lr / float32(rows)
+	blas.Gemm(true, false, V, H, rows, scale, v0, V, h0, H, m, t.velW, H)
+	blas.Gemm(true, false, V, H, rows, -scale, vk, V, hk, H, 1, t.velW, H)
+	finite := blas.MomentumStep(r.W, t.velW, lr*p.WeightDecay)
+	finite = updateBias(r.A, t.velA, t.diffA, nil, m, scale) && finite
+	finite = updateBias(r.B, t.velB, t.sumH0, t.sumHk, m, scale) && finite
+	if !finite || math.IsNaN(sse) || math.IsInf(sse, 0) {
+		t.restore()
+		return sse, fmt.Errorf("rbm: CD-%d step on %d rows (learning rate %g): %w", t.k, rows, lr, ErrDiverged)
+	}
+	return sse, nil
+}
+
+// updateBias does bias[i] += vel[i] = m vel[i] + scale (pos[i] - neg[i])
+// (neg may be nil) and reports whether every new bias is finite.
+func updateBias(bias, vel, pos, neg []float32, m, scale float32) bool {
+	vel = vel[:len(bias)]
+	pos = pos[:len(bias)]
+	ok := true
+	for i := range bias {
+		g := pos[i]
+		if neg != nil {
+			g -= neg[i]
+		}
+		v := m*vel[i] + scale*g
+		vel[i] = v
+		b := bias[i] + v
+		bias[i] = b
+		if math.IsNaN(float64(b)) || math.IsInf(float64(b), 0) {
+			ok = false
+		}
+	}
+	return ok
+}
+
+// restore puts back the committed state and forgets the momentum, which
+// holds the non-finite values.
+func (t *Trainer) restore() {
+	copy(t.r.W, t.goodW)
+	copy(t.r.A, t.goodA)
+	copy(t.r.B, t.goodB)
+	clear(t.velW)
+	clear(t.velA)
+	clear(t.velB)
+}
