@@ -133,6 +133,8 @@ func startLocalSlaves(ctx context.Context, cfg *config.Config, opt Options, url,
 		cmd := exec.Command(command[0], args...)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(threads))
+		// A local slave must not outlive its master, even a killed one.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 		if err := cmd.Start(); err != nil {
 			logFile.Close()
 			ls.stop()

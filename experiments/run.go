@@ -142,6 +142,9 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 	cpus := workerThreads(cfg.Cluster.CPUsPerWorker)
 	blas.SetThreads(cpus)
+	if cfg.Cluster.CPUsPerWorker > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cpus))
+	}
 
 	t0 := time.Now()
 	train, test, err := LoadData(cfg)

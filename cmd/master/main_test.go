@@ -94,7 +94,7 @@ func TestBadInput(t *testing.T) {
 	badMagic := corrupt(func(dir string) {
 		p := filepath.Join(dir, data.TrainImagesFile)
 		b, _ := os.ReadFile(p)
-		binary.BigEndian.PutUint32(b, 0x00000804)
+		binary.BigEndian.PutUint32(b, 0x12345678)
 		os.WriteFile(p, b, 0o644)
 	})
 	truncated := corrupt(func(dir string) {
