@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/data"
 )
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	slaveBin = filepath.Join(dir, "slave")
-	if out, err := exec.Command("go", "build", "-o", slaveBin, "../cmd/slave").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-tags", buildTags(), "-o", slaveBin, "../cmd/slave").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build slave: %v\n%s", err, out)
 		os.Exit(1)
 	}
@@ -145,4 +146,13 @@ print((np.argmax(h @ d["ft_Wout"] + d["ft_bout"], axis=1) == y).mean())`)
 			}
 		})
 	}
+}
+
+// buildTags builds helper binaries like this test binary: with the pure-Go
+// BLAS under -tags purego, so that their arithmetic is the same.
+func buildTags() string {
+	if blas.Name() == "gonum" {
+		return "purego"
+	}
+	return ""
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/data"
 )
 
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	masterBin = filepath.Join(dir, "master")
-	if out, err := exec.Command("go", "build", "-o", masterBin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-tags", buildTags(), "-o", masterBin, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build master: %v\n%s", err, out)
 		os.Exit(1)
 	}
@@ -192,4 +193,13 @@ func TestUsage(t *testing.T) {
 			t.Errorf("master %v: stderr = %q; want the usage", args, stderr)
 		}
 	}
+}
+
+// buildTags builds helper binaries like this test binary: with the pure-Go
+// BLAS under -tags purego, so that their arithmetic is the same.
+func buildTags() string {
+	if blas.Name() == "gonum" {
+		return "purego"
+	}
+	return ""
 }

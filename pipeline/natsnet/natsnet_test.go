@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	slaveBin = filepath.Join(dir, "slave")
-	if out, err := exec.Command("go", "build", "-o", slaveBin, "../../cmd/slave").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-tags", buildTags(), "-o", slaveBin, "../../cmd/slave").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build slave: %v\n%s", err, out)
 		os.Exit(1)
 	}
@@ -261,4 +261,13 @@ func TestJoinTimeoutNamesWhoCame(t *testing.T) {
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("1 of 2 slaves joined (early)")) {
 		t.Errorf("Run with one slave of two = %v; want a join timeout naming 'early'", err)
 	}
+}
+
+// buildTags builds helper binaries like this test binary: with the pure-Go
+// BLAS under -tags purego, so that their arithmetic is the same.
+func buildTags() string {
+	if blas.Name() == "gonum" {
+		return "purego"
+	}
+	return ""
 }
