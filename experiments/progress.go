@@ -97,7 +97,11 @@ func (p *progress) line(i int) string {
 		who = " on " + s.Worker
 	}
 	if s.Batches == 0 {
-		return fmt.Sprintf("RBM %d%s  %s", s.Index, who, s.State)
+		state := s.State.String()
+		if s.State == pipeline.Idle {
+			state = "waiting to start (slaves join, first window arrives)"
+		}
+		return fmt.Sprintf("RBM %d%s  %s", s.Index, who, state)
 	}
 	inEpoch := s.Batches - s.Epoch*p.batches[i]
 	return fmt.Sprintf("RBM %d%s  epoch %d/%d  batch %d/%d  recon %.5f  %s samples/s  busy %.0fs  waiting %.0fs  %s",
