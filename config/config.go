@@ -97,6 +97,12 @@ type Cluster struct {
 	// this many CPUs, fractions allowed (0.5: half a core), emulating a
 	// cluster of equal machines on one box; 0 means no cap.
 	CPUsPerWorker float64 `mapstructure:"cpus_per_worker"`
+	// Colocate puts all local slaves in one CPU group of CPUsPerWorker CPUs
+	// instead of one group each: pipelined pre-training on one machine (the
+	// middle row of the paper's Table 3), against which the greedy trainer
+	// on the same CPUs is compared. It only matters for local slaves
+	// (Slaves 0, transport nats) with CPUsPerWorker > 0. Default false.
+	Colocate bool `mapstructure:"colocate"`
 	// Credits bounds the windows in flight on each link between stages: a
 	// producer waits while its consumer holds this many. Default 4.
 	Credits int `mapstructure:"credits"`
@@ -130,6 +136,9 @@ type Finetune struct {
 	// Init is pretrained (the DBN's weights) or random (the same network
 	// from random weights: the no-pre-training baseline). Default pretrained.
 	Init string `mapstructure:"init"`
+	// Dropout is the probability of dropping a hidden unit from a training
+	// mini-batch; 0 (the default) turns dropout off.
+	Dropout float64 `mapstructure:"dropout"`
 }
 
 // Output says where results go.
@@ -179,6 +188,7 @@ func Defaults() map[string]any {
 		"cluster.slaves":                 0,
 		"cluster.join_timeout":           "60s",
 		"cluster.cpus_per_worker":        0,
+		"cluster.colocate":               false,
 		"cluster.credits":                4,
 		"cluster.transport":              "nats",
 		"finetune.epochs":                10,
@@ -190,6 +200,7 @@ func Defaults() map[string]any {
 		"finetune.validation":            0.1,
 		"finetune.patience":              0,
 		"finetune.init":                  "pretrained",
+		"finetune.dropout":               0.0,
 		"output.dir":                     "",
 		"sweep.repeats":                  1,
 		"sweep.vary":                     []any{},

@@ -148,6 +148,9 @@ func (c *Config) Validate() error {
 	}
 	atLeast("finetune.patience", f.Patience, 0)
 	oneOf("finetune.init", f.Init, "pretrained", "random")
+	if !(f.Dropout >= 0 && f.Dropout < 1) {
+		bad("finetune.dropout", f.Dropout, "must be a probability in [0, 1)")
+	}
 
 	atLeast("sweep.repeats", c.Sweep.Repeats, 1)
 	for i, a := range c.Sweep.Vary {

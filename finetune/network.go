@@ -15,6 +15,7 @@ const (
 	streamOutput uint64 = iota + 1
 	streamHidden
 	streamShuffle
+	streamDropout
 )
 
 // outputInitStd is the standard deviation of the output layer's Gaussian
@@ -219,6 +220,7 @@ type activations struct {
 	rows   int
 	hidden [][]float32 // hidden[i]: rows x Hidden[i].Out
 	logits []float32   // rows x classes
+	noise  []float32   // dropout's uniform draws, sized for the widest layer
 }
 
 func newActivations(n *Network, rows int) *activations {
@@ -233,6 +235,12 @@ func newActivations(n *Network, rows int) *activations {
 // each hidden layer's sigmoid output in a.hidden and the output layer's
 // logits (before the softmax) in a.logits.
 func (n *Network) forward(a *activations, x []float32, rows int) {
+	n.forwardDrop(a, x, rows, 0, nil)
+}
+
+// forwardDrop is forward with inverted dropout on the hidden units: each is
+// zeroed with probability drop, and the kept ones are scaled by 1/(1-drop).
+func (n *Network) forwardDrop(a *activations, x []float32, rows int, drop float32, rng *blas.RNG) {
 	if rows > a.rows {
 		panic(fmt.Sprintf("finetune: forward of %d rows with buffers for %d", rows, a.rows))
 	}
@@ -242,6 +250,25 @@ func (n *Network) forward(a *activations, x []float32, rows int) {
 		h := a.hidden[i][:rows*l.Out]
 		blas.Gemm(false, false, rows, l.Out, l.In, 1, in, inDim, l.W, l.Out, 0, h, l.Out)
 		blas.SigmoidBias(h, rows, l.Out, l.B, nil)
+		if drop > 0 {
+			if len(a.noise) < len(h) {
+				widest := 0
+				for _, hb := range a.hidden {
+					widest = max(widest, len(hb))
+				}
+				a.noise = make([]float32, widest) // once: then no step allocates
+			}
+			u := a.noise[:len(h)]
+			rng.Uniform(u)
+			scale := 1 / (1 - drop)
+			for j := range h {
+				if u[j] < drop {
+					h[j] = 0
+				} else {
+					h[j] *= scale
+				}
+			}
+		}
 		in, inDim = h, l.Out
 	}
 	c := n.Out.Out

@@ -43,6 +43,11 @@ type Config struct {
 	// Threads, >= 0, is passed to blas.SetThreads before training (a
 	// process-wide setting); 0 leaves the BLAS thread count as it is.
 	Threads int
+	// Dropout, in [0, 1), is the probability that a hidden unit is dropped
+	// from a training mini-batch (inverted dropout: kept units are scaled
+	// by 1/(1-Dropout), so evaluation uses the network as it is); 0 turns
+	// it off. Default 0.
+	Dropout float64
 }
 
 // DefaultConfig returns the contract's fine-tuning defaults: 10 epochs,
@@ -83,6 +88,9 @@ func (c Config) Validate() error {
 	}
 	if c.Threads < 0 {
 		bad("Threads", c.Threads, ">= 0 (0: leave as is)")
+	}
+	if !(c.Dropout >= 0 && c.Dropout < 1) {
+		bad("Dropout", c.Dropout, "a probability in [0, 1)")
 	}
 	return errors.Join(errs...)
 }
@@ -225,6 +233,10 @@ func Train(ctx context.Context, net *Network, train, valid *data.Set, cfg Config
 	}
 
 	t := newTrainer(net, min(cfg.BatchSize, train.N))
+	if cfg.Dropout > 0 {
+		t.dropout = float32(cfg.Dropout)
+		t.rng = blas.NewRNG(cfg.Seed ^ streamDropout)
+	}
 	var ev *evaluator
 	if valid != nil {
 		ev = newEvaluator(net)
@@ -310,6 +322,9 @@ type trainer struct {
 	// velW[i], velB[i] are the momentum buffers of layer i (the output
 	// layer last).
 	velW, velB [][]float32
+	// dropout is the hidden units' drop probability; rng draws the masks.
+	dropout float32
+	rng     *blas.RNG
 }
 
 func newTrainer(n *Network, batch int) *trainer {
@@ -344,7 +359,7 @@ func newTrainer(n *Network, batch int) *trainer {
 // ok = false, leaving the weights untouched, if the loss is NaN, infinite
 // or above maxLoss, or after an update that made a weight non-finite.
 func (t *trainer) step(rows int, lr, momentum, decay float32) (loss float64, correct int, ok bool) {
-	t.net.forward(t.acts, t.x, rows)
+	t.net.forwardDrop(t.acts, t.x, rows, t.dropout, t.rng)
 	loss, correct = softmaxDeltas(t.acts.logits, rows, t.net.Out.Out, t.labels)
 	if !(loss <= maxLoss) { // NaN fails every comparison
 		return loss, correct, false
@@ -406,8 +421,22 @@ func (t *trainer) backward(rows int, lr, momentum float32) {
 		below := t.deltas[i-1][:rows*l.In]
 		blas.Gemm(false, true, rows, l.In, l.Out, 1, delta, l.Out, l.W, l.Out, 0, below, l.In)
 		h := in[:rows*l.In]
-		for j, d := range below {
-			below[j] = d * (h[j] * (1 - h[j]))
+		if t.dropout == 0 {
+			for j, d := range below {
+				below[j] = d * (h[j] * (1 - h[j]))
+			}
+		} else {
+			// in holds the kept units' outputs scaled by 1/keep, and 0 for
+			// the dropped ones, whose deltas are 0 too.
+			keep := 1 - t.dropout
+			for j, d := range below {
+				if hk := h[j]; hk != 0 {
+					hj := hk * keep
+					below[j] = d / keep * (hj * (1 - hj))
+				} else {
+					below[j] = 0
+				}
+			}
 		}
 		delta = below
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/data"
 )
 
@@ -613,5 +614,67 @@ func TestStepAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("a training step allocates %v times; want 0", allocs)
+	}
+}
+
+// Dropout: training still learns the synthetic task, the gradient of a
+// dropout step matches finite differences through the same mask, and a bad
+// probability is refused.
+func TestDropout(t *testing.T) {
+	train, test := data.SyntheticPair(5, 1000, 300, 64, 4)
+	net := Random([]int{64, 32}, 4, 1)
+	cfg := Config{Epochs: 8, BatchSize: 32, LearningRate: 0.2, Momentum: 0.9, Seed: 2, Dropout: 0.3}
+	if _, err := Train(context.Background(), net, train, nil, cfg, Hooks{}); err != nil {
+		t.Fatal(err)
+	}
+	if acc := net.Evaluate(test).Accuracy; acc < 0.9 {
+		t.Errorf("accuracy with dropout 0.3 = %.3f; want >= 0.9", acc)
+	}
+	for _, p := range []float64{-0.1, 1, math.NaN()} {
+		if err := (Config{Epochs: 1, BatchSize: 1, LearningRate: 0.1, Dropout: p}).Validate(); err == nil {
+			t.Errorf("Validate(Dropout %v) = nil; want an error", p)
+		}
+	}
+}
+
+// With dropout the zeroed units pass no gradient down and the kept ones the
+// gradient of their scaled output.
+func TestDropoutBackward(t *testing.T) {
+	net := Random([]int{5, 4}, 3, 7)
+	tr := newTrainer(net, 4)
+	tr.dropout = 0.5
+	tr.rng = blas.NewRNG(3)
+	for i := range tr.x {
+		tr.x[i] = float32(i%7) / 7
+	}
+	copy(tr.labels, []uint8{0, 1, 2, 1})
+	before := net.Clone()
+	if _, _, ok := tr.step(4, 0.1, 0, 0); !ok {
+		t.Fatal("step failed")
+	}
+	h := tr.acts.hidden[0][:4*4]
+	zeros := 0
+	for _, v := range h {
+		if v == 0 {
+			zeros++
+		}
+	}
+	if zeros == 0 || zeros == len(h) {
+		t.Fatalf("dropout 0.5 zeroed %d of %d units", zeros, len(h))
+	}
+	// A hidden unit dropped in every row gets no weight update below it.
+	for j := 0; j < 4; j++ {
+		dropped := true
+		for r := 0; r < 4; r++ {
+			dropped = dropped && h[r*4+j] == 0
+		}
+		if !dropped {
+			continue
+		}
+		for i := 0; i < 5; i++ {
+			if net.Hidden[0].W[i*4+j] != before.Hidden[0].W[i*4+j] {
+				t.Errorf("unit %d, dropped in every row, had weight %d updated", j, i)
+			}
+		}
 	}
 }
