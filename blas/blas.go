@@ -12,6 +12,8 @@
 // programmer error and panics.
 package blas
 
+import gblas "gonum.org/v1/gonum/blas"
+
 // Gemm computes C = alpha*op(A)*op(B) + beta*C, where op(X) is X or its
 // transpose (tA, tB), op(A) is m x k, op(B) is k x n and C is m x n. lda, ldb
 // and ldc are the row strides of A, B and C as stored.
@@ -25,3 +27,10 @@ func Gemm(tA, tB bool, m, n, k int, alpha float32, a []float32, lda int, b []flo
 // Name reports which implementation this binary was built with: "openblas"
 // or "gonum".
 func Name() string { return implName }
+
+func trans(t bool) gblas.Transpose {
+	if t {
+		return gblas.Trans
+	}
+	return gblas.NoTrans
+}

@@ -10,20 +10,12 @@ int openblas_get_num_threads(void);
 import "C"
 
 import (
-	gblas "gonum.org/v1/gonum/blas"
 	"gonum.org/v1/netlib/blas/netlib"
 )
 
 const implName = "openblas"
 
 var impl netlib.Implementation
-
-func trans(t bool) gblas.Transpose {
-	if t {
-		return gblas.Trans
-	}
-	return gblas.NoTrans
-}
 
 // SetThreads sets how many threads OpenBLAS may use for one call; n < 1 means 1.
 // It is process-wide: a worker sets it once, from its CPU budget.

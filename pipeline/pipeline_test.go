@@ -2,39 +2,13 @@ package pipeline
 
 import (
 	"context"
-	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 	"testing"
 
+	"github.com/pipedbn/pipedbn/data"
 	"github.com/pipedbn/pipedbn/rbm"
 )
-
-// prototypes returns n rows of dim values in [0,1]: noisy copies of a few
-// seeded binary prototypes, which an RBM learns quickly.
-func prototypes(seed uint64, n, dim int) []float32 {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	protos := make([][]float32, 4)
-	for p := range protos {
-		protos[p] = make([]float32, dim)
-		for j := range protos[p] {
-			if rng.Float64() < 0.5 {
-				protos[p][j] = 1
-			}
-		}
-	}
-	x := make([]float32, 0, n*dim)
-	for i := 0; i < n; i++ {
-		p := protos[rng.IntN(len(protos))]
-		for _, v := range p {
-			if rng.Float64() < 0.05 {
-				v = 1 - v
-			}
-			x = append(x, v)
-		}
-	}
-	return x
-}
 
 func testConfigs(layers []int, epochs, batch, k int) []StageConfig {
 	var cfgs []StageConfig
@@ -50,9 +24,9 @@ func testConfigs(layers []int, epochs, batch, k int) []StageConfig {
 }
 
 func TestSchedulesTrainEveryBatch(t *testing.T) {
-	const n, epochs, batch, k = 250, 12, 32, 3 // 8 batches per epoch, the last one short
+	const n, epochs, batch, k = 250, 30, 32, 3 // 8 batches per epoch, the last one short
 	layers := []int{36, 24, 16, 12}
-	x := prototypes(1, n, layers[0])
+	x := examples(1, n, layers[0])
 	for _, mode := range []string{"greedy", "pipelined"} {
 		t.Run(mode, func(t *testing.T) {
 			cfgs := testConfigs(layers, epochs, batch, k)
@@ -91,8 +65,8 @@ func TestSchedulesTrainEveryBatch(t *testing.T) {
 				fresh := rbm.New(c.Visible, c.Hidden, c.Units, c.Seed)
 				trainedErr, freshErr := recon(st.RBM(), in, n), recon(fresh, in, n)
 				t.Logf("rbm %d: recon on final input %.5f, untrained %.5f", i+1, trainedErr, freshErr)
-				if trainedErr >= 0.8*freshErr {
-					t.Errorf("rbm %d: recon error on final input %.5f; want under 0.8 x the untrained %.5f", i+1, trainedErr, freshErr)
+				if trainedErr >= 0.6*freshErr {
+					t.Errorf("rbm %d: recon error on final input %.5f; want under 0.6 x the untrained %.5f", i+1, trainedErr, freshErr)
 				}
 				next := make([]float32, n*c.Hidden)
 				st.RBM().HiddenProbs(next, in, n)
@@ -107,7 +81,7 @@ func TestSchedulesTrainEveryBatch(t *testing.T) {
 func TestGreedyAndPipelinedAgreeOnRBM1(t *testing.T) {
 	const n = 200
 	layers := []int{36, 20, 10}
-	x := prototypes(2, n, layers[0])
+	x := examples(2, n, layers[0])
 	g, err := Greedy(context.Background(), x, n, testConfigs(layers, 3, 16, 2), []uint64{5, 6}, Hooks{})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +103,7 @@ func TestGreedyAndPipelinedAgreeOnRBM1(t *testing.T) {
 func TestPipelinedDeterministic(t *testing.T) {
 	const n = 150
 	layers := []int{36, 20, 10, 8}
-	x := prototypes(3, n, layers[0])
+	x := examples(3, n, layers[0])
 	a, err := Pipelined(context.Background(), x, n, testConfigs(layers, 2, 16, 2), 11, 1, Hooks{})
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +125,7 @@ func TestLCopyBiasesFollowReceivedB(t *testing.T) {
 	cfg := testConfigs([]int{8, 6}, 2, 4, 1)[0]
 	cfg.Index = 2
 	st := NewStage(cfg)
-	x := prototypes(4, 4, 8)
+	x := examples(4, 4, 8)
 	bias := []float32{1, 2, 3, 4, 5, 6, 7, 8}
 	w := &Window{Epoch: 0, Seq: 0, Rows: []int{4}, X: x, Bias: bias}
 	if err := st.Train(w, nil); err != nil {
@@ -185,7 +159,7 @@ func TestLCopyBiasesFollowReceivedB(t *testing.T) {
 func TestPipelinedStopsOnCancel(t *testing.T) {
 	const n = 2000
 	layers := []int{36, 20, 10}
-	x := prototypes(5, n, layers[0])
+	x := examples(5, n, layers[0])
 	ctx, cancel := context.WithCancel(context.Background())
 	var calls atomic.Int32
 	hooks := Hooks{Window: func(Stats) {
@@ -208,4 +182,10 @@ func recon(r *rbm.RBM, x []float32, n int) float64 {
 		panic(err)
 	}
 	return sse / float64(n*r.Visible)
+}
+
+// examples returns n rows of dim values in [0,1]: data.Synthetic's noisy
+// prototypes, which an RBM learns quickly.
+func examples(seed uint64, n, dim int) []float32 {
+	return data.Synthetic(seed, n, dim, 4).X
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pipedbn/pipedbn/blas"
+	"github.com/pipedbn/pipedbn/data"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/rbm"
 )
@@ -37,29 +37,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-func prototypes(seed uint64, n, dim int) []float32 {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	protos := make([][]float32, 4)
-	for p := range protos {
-		protos[p] = make([]float32, dim)
-		for j := range protos[p] {
-			if rng.Float64() < 0.5 {
-				protos[p][j] = 1
-			}
-		}
-	}
-	x := make([]float32, 0, n*dim)
-	for i := 0; i < n; i++ {
-		for _, v := range protos[rng.IntN(len(protos))] {
-			if rng.Float64() < 0.05 {
-				v = 1 - v
-			}
-			x = append(x, v)
-		}
-	}
-	return x
 }
 
 func stageConfigs(layers []int, epochs, batch, k int) []pipeline.StageConfig {
@@ -86,7 +63,7 @@ func testLogger(t *testing.T) hclog.Logger {
 func TestSlaveProcessesMatchInMemory(t *testing.T) {
 	const n, epochs, batch, k = 300, 3, 16, 4 // 19 batches an epoch, the last short
 	layers := []int{49, 32, 24, 16}
-	x := prototypes(1, n, layers[0])
+	x := examples(1, n, layers[0])
 	cfgs := stageConfigs(layers, epochs, batch, k)
 
 	blas.SetThreads(1)
@@ -159,7 +136,7 @@ func TestSlaveProcessesMatchInMemory(t *testing.T) {
 func TestSlowSlaveLosesNothing(t *testing.T) {
 	const n, epochs, batch, k, credits = 400, 2, 10, 2, 3
 	layers := []int{49, 40, 30, 20}
-	x := prototypes(2, n, layers[0])
+	x := examples(2, n, layers[0])
 	cfgs := stageConfigs(layers, epochs, batch, k)
 	srv, err := StartEmbedded()
 	if err != nil {
@@ -270,4 +247,10 @@ func buildTags() string {
 		return "purego"
 	}
 	return ""
+}
+
+// examples returns n rows of dim values in [0,1]: data.Synthetic's noisy
+// prototypes, which an RBM learns quickly.
+func examples(seed uint64, n, dim int) []float32 {
+	return data.Synthetic(seed, n, dim, 4).X
 }
