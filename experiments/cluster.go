@@ -101,9 +101,10 @@ type localSlaves struct {
 }
 
 // startLocalSlaves starts n `slave` processes on url, each capped at
-// cluster.cpus_per_worker CPUs where a cgroup can be made, with their logs in
-// out/slave-<i>.log. A slave that exits with an error cancels ctx with a
-// cause naming it and its log.
+// cluster.cpus_per_worker CPUs where a cgroup can be made (with
+// cluster.colocate, all of them together in one group of that many CPUs: one
+// machine), with their logs in out/slave-<i>.log. A slave that exits with an
+// error cancels ctx with a cause naming it and its log.
 func startLocalSlaves(ctx context.Context, cfg *config.Config, opt Options, url, out string, n int, cancel context.CancelCauseFunc) (*localSlaves, error) {
 	log := opt.Logger
 	command := opt.SlaveCommand
@@ -115,11 +116,29 @@ func startLocalSlaves(ctx context.Context, cfg *config.Config, opt Options, url,
 		command = []string{exe, "slave"}
 	}
 	cpus := cfg.Cluster.CPUsPerWorker
+	colocate := cfg.Cluster.Colocate && cpus > 0
 	threads := max(1, runtime.NumCPU()/n)
-	if cpus > 0 {
+	switch {
+	case colocate:
+		// n slaves share the machine's CPUs, as they would share its cores.
+		threads = workerThreads(cpus / float64(n))
+	case cpus > 0:
 		threads = workerThreads(cpus)
 	}
 	ls := &localSlaves{}
+	var shared *cpuGroup
+	if colocate {
+		g, err := newCPUGroup(fmt.Sprintf("pipedbn-%d-local", os.Getpid()), cpus)
+		if err != nil {
+			if g != nil {
+				g.close()
+			}
+			log.Warn("cannot cap the local slaves' CPUs; they run uncapped", "cpus_per_worker", cpus, "colocate", true, "error", err)
+		} else {
+			shared = g
+			ls.groups = append(ls.groups, g)
+		}
+	}
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("local-%d", i)
 		logPath := filepath.Join(out, fmt.Sprintf("slave-%d.log", i))
@@ -141,7 +160,12 @@ func startLocalSlaves(ctx context.Context, cfg *config.Config, opt Options, url,
 			return nil, fmt.Errorf("start local slave %s (%s): %w", name, command[0], err)
 		}
 		ls.cmds = append(ls.cmds, cmd)
-		if cpus > 0 {
+		switch {
+		case shared != nil:
+			if err := shared.add(cmd.Process.Pid); err != nil {
+				log.Warn("cannot cap a local slave's CPUs; it runs uncapped", "slave", name, "cpus_per_worker", cpus, "colocate", true, "error", err)
+			}
+		case cpus > 0 && !colocate:
 			g, err := newCPUGroup(fmt.Sprintf("pipedbn-%d-%s", os.Getpid(), name), cpus)
 			if err == nil {
 				err = g.add(cmd.Process.Pid)
@@ -161,7 +185,11 @@ func startLocalSlaves(ctx context.Context, cfg *config.Config, opt Options, url,
 			}
 		}()
 	}
-	log.Info("local slaves started", "count", n, "threads_each", threads, "cpus_each", cpus, "logs", out)
+	if colocate {
+		log.Info("local slaves started", "count", n, "threads_each", threads, "cpus_shared", cpus, "logs", out)
+	} else {
+		log.Info("local slaves started", "count", n, "threads_each", threads, "cpus_each", cpus, "logs", out)
+	}
 	return ls, nil
 }
 

@@ -24,8 +24,11 @@ type Result struct {
 	Data DataInfo `json:"data"`
 	// BLAS is the linear-algebra back end ("openblas" or "gonum").
 	BLAS string `json:"blas"`
-	// Workers is the number of CPUs each worker was allowed (0: no cap).
+	// CPUsPerWorker is the number of CPUs each worker was allowed (0: no cap).
 	CPUsPerWorker float64 `json:"cpus_per_worker"`
+	// Colocate is cluster.colocate: the local slaves shared one group of
+	// CPUsPerWorker CPUs (one machine).
+	Colocate bool `json:"colocate,omitempty"`
 	// Config is the path of the config the run was read from.
 	Config string `json:"config"`
 }
@@ -95,6 +98,11 @@ func writeJSON(path string, v any) error {
 func writeFileAtomic(path string, b []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
+		return err
+	}
+	// CreateTemp makes the file private; results are for everyone to read.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
 		return err
 	}
 	defer os.Remove(tmp.Name())

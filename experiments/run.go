@@ -172,6 +172,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		Data:          DataInfo{Source: train.Name, Train: train.N, Test: test.N, Dim: train.Dim},
 		BLAS:          blas.Name(),
 		CPUsPerWorker: cfg.Cluster.CPUsPerWorker,
+		Colocate:      cfg.Cluster.Colocate,
 		Config:        cfg.File,
 	}
 	prog := newProgress(opt.Progress, opt.Terminal, log, stageCfgs, train.N)

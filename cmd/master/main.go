@@ -126,7 +126,31 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		experiments.PrintSummary(stderr, res)
 		return nil
-	default:
-		return fmt.Errorf("master sweep: not built yet")
+	case "sweep":
+		dir := *out
+		if dir == "" {
+			dir = experiments.OutDir(cfg)
+		}
+		plan, err := experiments.PlanSweep(cfg, dir)
+		if err != nil {
+			return err
+		}
+		regenerate := "go run ./cmd/master sweep --config " + shellQuote(*cfgPath)
+		if *out != "" {
+			regenerate += " --out " + shellQuote(*out)
+		}
+		_, err = experiments.RunSweep(ctx, plan, experiments.SweepOptions{
+			Logger: logger.Named("sweep"), Regenerate: regenerate,
+		})
+		return err
 	}
+	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+}
+
+// shellQuote quotes s for a POSIX shell if it needs it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"$`\\*?[]{}()<>|&;#~!") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -1,0 +1,339 @@
+package experiments
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/pipedbn/pipedbn/config"
+)
+
+// SweepRun is one run of a sweep: one combination of the swept values, one
+// repeat.
+type SweepRun struct {
+	// Index is the run's place in the sweep, 1-based.
+	Index int
+	// Name is the run's folder under the sweep's folder, made of its
+	// key=value pairs and its repeat: layers=784-500-500_mode=greedy_r1.
+	Name string
+	// Values holds the run's value of each swept key (SweepPlan.Keys) as
+	// YAML flow ([784, 500], 0.45, greedy), or "" where the run ignores the
+	// key (a greedy run ignores cluster.colocate, say).
+	Values []string
+	// Repeat counts from 1 to sweep.repeats.
+	Repeat int
+	// Sets are the --set key=value overrides that make the run from the
+	// sweep's config file: one per swept key the run does not ignore.
+	Sets []string
+	// Config is the run's configuration: the sweep's file with Sets applied.
+	Config *config.Config
+}
+
+// SweepPlan is a sweep expanded into its runs.
+type SweepPlan struct {
+	// File is the sweep's config file, Name the sweep's name.
+	File, Name string
+	// Dir holds the runs' folders, sweep.csv, report.md and the plots.
+	Dir string
+	// Keys are the swept keys, in the order of sweep.vary.
+	Keys []string
+	// Repeats of every combination.
+	Repeats int
+	// Runs in the order they run: all combinations for repeat 1 (the first
+	// key varying slowest), then for repeat 2, and so on, so that a sweep
+	// stopped early has whole repeats.
+	Runs []SweepRun
+	// Merged counts the combinations that are the same run as an earlier one
+	// because the run ignores the only keys they differ in (greedy x
+	// cluster.colocate: one greedy run, not two).
+	Merged int
+}
+
+// sweepForbidden are keys a sweep sets itself.
+var sweepForbidden = map[string]string{
+	"name":       "every run of a sweep keeps the sweep's name; its folder tells it apart",
+	"output":     "a sweep gives every run its own folder; set output.dir (or --out) for the whole sweep",
+	"output.dir": "a sweep gives every run its own folder; set output.dir (or --out) for the whole sweep",
+}
+
+// PlanSweep expands the sweep section of cfg (loaded from cfg.File) into its
+// runs, writing under dir. It loads and validates the config of every
+// combination, so that bad sweep input stops the sweep before any run
+// starts, with one line naming the file, the key and the value.
+func PlanSweep(cfg *config.Config, dir string) (*SweepPlan, error) {
+	file := cfg.File
+	plan := &SweepPlan{File: file, Name: cfg.Name, Dir: dir, Repeats: cfg.Sweep.Repeats}
+	if plan.Repeats < 1 {
+		plan.Repeats = 1
+	}
+	axes := cfg.Sweep.Vary
+	for i, a := range axes {
+		key := strings.ToLower(strings.TrimSpace(a.Key))
+		if why, ok := sweepForbidden[key]; ok {
+			return nil, fmt.Errorf("config %s: sweep.vary[%d].key = %q: %s", file, i, a.Key, why)
+		}
+		for j, prev := range plan.Keys {
+			if key == prev || strings.HasPrefix(key, prev+".") || strings.HasPrefix(prev, key+".") {
+				return nil, fmt.Errorf("config %s: sweep.vary[%d].key = %q: already varied by sweep.vary[%d] (%s)", file, i, a.Key, j, prev)
+			}
+		}
+		if len(a.Values) == 0 {
+			return nil, fmt.Errorf("config %s: sweep.vary[%d].values: must list at least one value of %s", file, i, key)
+		}
+		plan.Keys = append(plan.Keys, key)
+	}
+	short := shortKeys(plan.Keys)
+
+	// Every combination, the first axis varying slowest.
+	type combo struct {
+		values []string // rendered, "" where ignored
+		sets   []string
+		name   string // folder name without the repeat
+		cfg    *config.Config
+	}
+	var combos []combo
+	seen := map[string]bool{}  // applicable sets already planned
+	names := map[string]bool{} // folder names taken
+	idx := make([]int, len(axes))
+	for {
+		var sets []string
+		for i, a := range axes {
+			v, err := flowYAML(a.Values[idx[i]])
+			if err != nil {
+				return nil, fmt.Errorf("config %s: sweep.vary[%d].values[%d] of %s: %v", file, i, idx[i], plan.Keys[i], err)
+			}
+			sets = append(sets, plan.Keys[i]+"="+v)
+		}
+		c, err := config.Load(file, sets)
+		if err != nil {
+			msg := strings.TrimPrefix(err.Error(), "config "+file+": ")
+			return nil, fmt.Errorf("config %s: sweep run %s: %s", file, strings.Join(sets, " "), msg)
+		}
+		ignored := ignoredKeys(c)
+		cb := combo{cfg: c, values: make([]string, len(axes))}
+		var parts []string
+		for i, key := range plan.Keys {
+			if ignoredBy(ignored, key) {
+				continue
+			}
+			_, v, _ := strings.Cut(sets[i], "=")
+			cb.values[i] = v
+			cb.sets = append(cb.sets, sets[i])
+			parts = append(parts, short[i]+"="+slug(v))
+		}
+		id := strings.Join(cb.sets, "\x00")
+		if seen[id] {
+			plan.Merged++
+		} else {
+			seen[id] = true
+			if len(cb.sets) < len(sets) {
+				// The run gets only the keys it reads; its config is the
+				// one its process will load.
+				if cb.cfg, err = config.Load(file, cb.sets); err != nil {
+					return nil, fmt.Errorf("config %s: sweep run %s: %s", file, strings.Join(cb.sets, " "),
+						strings.TrimPrefix(err.Error(), "config "+file+": "))
+				}
+			}
+			cb.name = uniqueName(names, strings.Join(parts, "_"), id)
+			combos = append(combos, cb)
+		}
+		// Next combination: the last axis varies fastest.
+		k := len(axes) - 1
+		for ; k >= 0; k-- {
+			idx[k]++
+			if idx[k] < len(axes[k].Values) {
+				break
+			}
+			idx[k] = 0
+		}
+		if k < 0 {
+			break
+		}
+	}
+	for r := 1; r <= plan.Repeats; r++ {
+		for _, cb := range combos {
+			name := fmt.Sprintf("r%d", r)
+			if cb.name != "" {
+				name = cb.name + "_" + name
+			}
+			plan.Runs = append(plan.Runs, SweepRun{
+				Index: len(plan.Runs) + 1, Name: name, Values: cb.values, Repeat: r, Sets: cb.sets, Config: cb.cfg,
+			})
+		}
+	}
+	return plan, nil
+}
+
+// ignoredKeys returns the config keys (or sections) a run of c does not
+// read, so that a sweep need not run it once per value of them.
+func ignoredKeys(c *config.Config) []string {
+	var ks []string
+	cl := c.Cluster
+	switch {
+	case c.Pretrain.Mode == "greedy":
+		// One trainer in this process; K only groups its mini-batches.
+		ks = append(ks, "cluster.nats_url", "cluster.slaves", "cluster.join_timeout", "cluster.credits",
+			"cluster.transport", "cluster.colocate", "pretrain.k_batches")
+	case cl.Transport == "memory":
+		ks = append(ks, "cluster.nats_url", "cluster.slaves", "cluster.join_timeout", "cluster.colocate")
+	case cl.Slaves > 0 || cl.CPUsPerWorker == 0:
+		// Remote slaves, or local ones without a CPU cap: nothing to share.
+		ks = append(ks, "cluster.colocate")
+	}
+	if c.Finetune.Epochs == 0 {
+		for _, k := range config.Keys() {
+			if strings.HasPrefix(k, "finetune.") && k != "finetune.epochs" {
+				ks = append(ks, k)
+			}
+		}
+	}
+	return ks
+}
+
+// ignoredBy reports whether key is one of ignored or inside one of them.
+func ignoredBy(ignored []string, key string) bool {
+	for _, k := range ignored {
+		if key == k || strings.HasPrefix(key, k+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// shortKeys names each key by its last segment (dbn.layers: layers) unless
+// two keys share it, in which case both keep their full name.
+func shortKeys(keys []string) []string {
+	last := func(k string) string { return k[strings.LastIndex(k, ".")+1:] }
+	count := map[string]int{}
+	for _, k := range keys {
+		count[last(k)]++
+	}
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k
+		if count[last(k)] == 1 {
+			out[i] = last(k)
+		}
+	}
+	return out
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._+-]+`)
+
+// slug makes a value part of a folder name: [784, 500] becomes 784-500.
+func slug(v string) string {
+	v = strings.NewReplacer("[", "", "]", "", "{", "", "}", "", `"`, "", "'", "", " ", "").Replace(v)
+	v = strings.NewReplacer(",", "-", ":", "-").Replace(v)
+	v = unsafeName.ReplaceAllString(v, "_")
+	if v == "" {
+		v = "_"
+	}
+	return v
+}
+
+// maxName bounds a run's folder name (without its repeat suffix).
+const maxName = 100
+
+// uniqueName returns name, shortened with a hash of id if long, and made
+// distinct from the names already taken.
+func uniqueName(taken map[string]bool, name, id string) string {
+	sum := sha256.Sum256([]byte(id))
+	if len(name) > maxName {
+		name = name[:maxName-9] + "-" + hex.EncodeToString(sum[:4])
+	}
+	base := name
+	for n := 2; taken[name]; n++ {
+		name = fmt.Sprintf("%s-%d", base, n)
+	}
+	taken[name] = true
+	return name
+}
+
+// flowYAML renders a config value as YAML flow, the form --set reads back
+// to the same value: 784, 0.45, true, greedy, [784, 500], {initial: 0.1}.
+// A string that would read back as something else ("true", "1") is quoted.
+func flowYAML(v any) (string, error) {
+	switch x := v.(type) {
+	case nil:
+		return `""`, nil
+	case string:
+		var back any
+		if err := yaml.Unmarshal([]byte(x), &back); err == nil {
+			if s, ok := back.(string); ok && s == x && !strings.ContainsAny(x, "\n#") {
+				return x, nil
+			}
+		}
+		b, _ := json.Marshal(x)
+		return string(b), nil
+	case bool:
+		return strconv.FormatBool(x), nil
+	case int:
+		return strconv.Itoa(x), nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case uint64:
+		return strconv.FormatUint(x, 10), nil
+	case float32:
+		return flowYAML(float64(x))
+	case float64:
+		switch {
+		case math.IsNaN(x):
+			return ".nan", nil
+		case math.IsInf(x, 1):
+			return ".inf", nil
+		case math.IsInf(x, -1):
+			return "-.inf", nil
+		}
+		return strconv.FormatFloat(x, 'g', -1, 64), nil
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			s, err := flowYAML(e)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = s
+		}
+		return "[" + strings.Join(parts, ", ") + "]", nil
+	case []int:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = strconv.Itoa(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]", nil
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			s, err := flowYAML(x[k])
+			if err != nil {
+				return "", err
+			}
+			parts[i] = k + ": " + s
+		}
+		return "{" + strings.Join(parts, ", ") + "}", nil
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = e
+		}
+		return flowYAML(m)
+	}
+	return "", fmt.Errorf("cannot use a value of type %T", v)
+}
+
+// runDir is the folder of run r.
+func (p *SweepPlan) runDir(r *SweepRun) string { return filepath.Join(p.Dir, r.Name) }

@@ -1,0 +1,103 @@
+package experiments
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// SweepCSVColumns are the columns of sweep.csv after the swept keys (which
+// come first, after index and run, one column each, named by the key).
+var SweepCSVColumns = []string{
+	"repeat", "setting", "status", "mode", "layers", "hidden_layers", "cpus_per_worker", "colocate",
+	"pretrain_seconds", "busy_seconds", "wait_seconds", "bytes_out", "final_recon_error",
+	"finetune_epochs", "finetune_seconds", "train_accuracy", "validation_accuracy", "test_accuracy",
+	"wall_seconds", "reused", "error",
+}
+
+// WriteSweepOutputs writes sweep.csv and the report (report.md and its
+// plots) of a sweep into plan.Dir.
+func WriteSweepOutputs(plan *SweepPlan, rows []SweepRow, regenerate string) error {
+	b, err := SweepCSV(plan, rows)
+	if err != nil {
+		return err
+	}
+	if err := writePublic(filepath.Join(plan.Dir, "sweep.csv"), b); err != nil {
+		return err
+	}
+	_, err = WriteReport(plan, rows, regenerate)
+	return err
+}
+
+// SweepCSV renders the rows of a sweep as CSV: one row per run with its
+// swept values, its setting (see Setting) and its scalar results; results
+// are empty for runs that did not finish. busy_seconds, wait_seconds and
+// bytes_out are totals over the RBMs, final_recon_error their mean.
+func SweepCSV(plan *SweepPlan, rows []SweepRow) ([]byte, error) {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	header := append(append([]string{"index", "run"}, plan.Keys...), SweepCSVColumns...)
+	w.Write(header)
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
+	for _, r := range rows {
+		c := r.Config
+		rec := []string{strconv.Itoa(r.Index), r.Name}
+		rec = append(rec, r.Values...)
+		rec = append(rec, strconv.Itoa(r.Repeat), SettingOf(c).String(), r.Status.String(), c.Pretrain.Mode,
+			layersText(c.DBN.Layers), strconv.Itoa(len(c.DBN.Layers)-1), f(c.Cluster.CPUsPerWorker), strconv.FormatBool(c.Cluster.Colocate))
+		if res := r.Result; res != nil && r.Status == RunDone {
+			var busy, wait, recon float64
+			var out int64
+			for _, b := range res.RBMs {
+				busy += b.BusySeconds
+				wait += b.WaitSeconds
+				out += b.BytesOut
+				recon += b.FinalReconError
+			}
+			if n := len(res.RBMs); n > 0 {
+				recon /= float64(n)
+			}
+			rec = append(rec, f(res.PretrainSeconds), f(busy), f(wait), strconv.FormatInt(out, 10), f(recon))
+			if ft := res.Finetune; ft != nil {
+				rec = append(rec, strconv.Itoa(len(ft.History)), f(ft.Seconds), f(ft.TrainAccuracy), f(ft.ValidationAccuracy), f(ft.TestAccuracy))
+			} else {
+				rec = append(rec, "0", "", "", "", "")
+			}
+		} else {
+			rec = append(rec, make([]string, 10)...)
+		}
+		wall := ""
+		if r.WallSeconds > 0 {
+			wall = f(r.WallSeconds)
+		}
+		rec = append(rec, wall, strconv.FormatBool(r.Reused), r.Err)
+		if len(rec) != len(header) {
+			return nil, fmt.Errorf("sweep.csv: row %d has %d fields for %d columns", r.Index, len(rec), len(header))
+		}
+		w.Write(rec)
+	}
+	w.Flush()
+	return buf.Bytes(), w.Error()
+}
+
+// writePublic writes a file others may read: a sweep's outputs are for
+// sharing.
+func writePublic(path string, b []byte) error {
+	if err := writeFileAtomic(path, b); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o644)
+}
+
+// layersText writes layer sizes as YAML flow: [784, 500, 500].
+func layersText(ls []int) string {
+	parts := make([]string, len(ls))
+	for i, n := range ls {
+		parts[i] = strconv.Itoa(n)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
