@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -151,7 +152,7 @@ func startLocalSlaves(ctx context.Context, cfg *config.Config, opt Options, url,
 			"--threads", strconv.Itoa(threads), "--join-timeout", cfg.Cluster.JoinTimeout.String())
 		cmd := exec.Command(command[0], args...)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
-		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(threads))
+		cmd.Env = append(slaveEnv(cfg.Cluster.NatsURL == ""), "GOMAXPROCS="+strconv.Itoa(threads))
 		// A local slave must not outlive its master, even a killed one.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 		if err := cmd.Start(); err != nil {
@@ -215,4 +216,21 @@ func (ls *localSlaves) stop() {
 	for _, g := range ls.groups {
 		g.close()
 	}
+}
+
+// slaveEnv is the environment of a local slave: the master's, less the NATS
+// credentials when the slave talks to the master's own embedded server,
+// which asks for none.
+func slaveEnv(embedded bool) []string {
+	env := os.Environ()
+	if !embedded {
+		return env
+	}
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, natsnet.CredentialsEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

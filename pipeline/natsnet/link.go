@@ -170,7 +170,10 @@ type Receiver struct {
 	win  pipeline.Window
 
 	bytes, rejected, duplicates atomic.Int64
-	lastErr                     atomic.Value
+	// accepted mirrors next for Stats, which the slave's status reporter
+	// calls while Recv runs.
+	accepted atomic.Uint64
+	lastErr  atomic.Value
 }
 
 // NewReceiver returns the receiving end of the link from producer (name and
@@ -252,6 +255,7 @@ func (r *Receiver) Recv(ctx context.Context) (*pipeline.Window, error) {
 				return nil, fmt.Errorf("window %d from rbm %d arrived while window %d was expected: %d windows lost", m.Seq, r.producer, r.next, m.Seq-r.next)
 			}
 			r.next++
+			r.accepted.Store(r.next)
 			r.win = pipeline.Window{Epoch: m.Epoch, Seq: int(m.Seq), Rows: m.BatchRows, X: m.Data, Bias: m.Bias}
 			if r.producer == 0 {
 				r.win.Bias = nil // data windows: RBM_1 owns its visible biases
@@ -280,5 +284,5 @@ func (r *Receiver) reject(err error) {
 
 // Stats returns the receiver's counts.
 func (r *Receiver) Stats() LinkStats {
-	return LinkStats{Bytes: r.bytes.Load(), Windows: r.next, Rejected: r.rejected.Load(), Duplicates: r.duplicates.Load()}
+	return LinkStats{Bytes: r.bytes.Load(), Windows: r.accepted.Load(), Rejected: r.rejected.Load(), Duplicates: r.duplicates.Load()}
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // SlaveUsage is the slave command's synopsis.
-const SlaveUsage = "usage: slave [--nats URL] [--name NAME] [--threads N] [--join-timeout 60s] [--log-level info]\n"
+const SlaveUsage = "usage: slave [--nats URL] [--name NAME] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--log-level info]\n"
 
 // ErrUsage marks a bad slave command line.
 var ErrUsage = errors.New("usage")
@@ -27,7 +27,9 @@ func SlaveMain(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	host, _ := os.Hostname()
 	url := fs.String("nats", envOr("PIPEDBN_CLUSTER_NATS_URL", "nats://127.0.0.1:4222"), "NATS server `URL` (env PIPEDBN_CLUSTER_NATS_URL)")
-	name := fs.String("name", envOr("PIPEDBN_SLAVE_NAME", fmt.Sprintf("%s-%d", sanitize(host), os.Getpid())), "slave `NAME`: letters, digits, '_' and '-' (env PIPEDBN_SLAVE_NAME)")
+	name := fs.String("name", os.Getenv("PIPEDBN_SLAVE_NAME"), "slave `NAME`: letters, digits, '_' and '-' (env PIPEDBN_SLAVE_NAME; default: the user of the claimed identity with --credentials, else hostname-pid)")
+	credsFile := fs.String("credentials", os.Getenv(CredentialsEnv), "`FILE` of NATS identities, one user:password a line: the slave claims a free one and takes its user as name (env "+CredentialsEnv+")")
+	serve := fs.Bool("serve", false, "after a run, wait for the next master instead of exiting")
 	threads := fs.Int("threads", 0, "BLAS threads; 0: one per CPU")
 	join := fs.Duration("join-timeout", 60*time.Second, "how long to wait for a master to answer and assign an RBM")
 	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
@@ -44,8 +46,25 @@ func SlaveMain(ctx context.Context, args []string, stderr io.Writer) error {
 	if lvl == hclog.NoLevel {
 		return fmt.Errorf("%w: --log-level %q: want trace, debug, info, warn or error", ErrUsage, *level)
 	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "slave." + *name, Level: lvl, Output: stderr})
-	return RunSlave(ctx, SlaveOptions{URL: *url, Name: *name, Threads: *threads, JoinTimeout: *join, Logger: log})
+	var creds []Credential
+	if *credsFile != "" {
+		var err error
+		if creds, err = ReadCredentials(*credsFile); err != nil {
+			return err
+		}
+	} else if *name == "" {
+		*name = fmt.Sprintf("%s-%d", sanitize(host), os.Getpid())
+	}
+	logName := "slave"
+	if *name != "" {
+		logName += "." + *name
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: logName, Level: lvl, Output: stderr})
+	opt := SlaveOptions{URL: *url, Name: *name, Credentials: creds, Threads: *threads, JoinTimeout: *join, Logger: log}
+	if *serve {
+		return ServeSlave(ctx, opt)
+	}
+	return RunSlave(ctx, opt)
 }
 
 func envOr(key, def string) string {

@@ -35,6 +35,12 @@ type SlaveOptions struct {
 	Logger hclog.Logger
 	// NATSOptions are extra connection options (credentials, TLS).
 	NATSOptions []nats.Option
+	// Credentials, if set, are the identities the slave may connect as:
+	// it claims the first the server admits (see ReadCredentials) and
+	// takes its user as its name; with Name set, only the identity of that
+	// user. A secured server lets a slave publish only on subjects named
+	// after its user (deploy/nats), so name and user must agree.
+	Credentials []Credential
 
 	// afterWindow, for tests, runs after every window with its training time.
 	afterWindow func(busy time.Duration, in *Receiver)
@@ -59,14 +65,29 @@ func (o *SlaveOptions) defaults() {
 var ErrStopped = errors.New("stopped by the master")
 
 // Connect connects to the NATS server at url, with a clear error when it
-// cannot be reached.
+// cannot be reached or refuses the credentials. When opts carry no
+// credentials and the environment variable CredentialsEnv names a file of
+// one identity, Connect connects as that identity.
 func Connect(url, name string, opts ...nats.Option) (*nats.Conn, error) {
 	all := append([]nats.Option{nats.Name(name), nats.Timeout(5 * time.Second), nats.MaxReconnects(-1)}, opts...)
+	if !hasAuth(opts) {
+		env, err := envCredentials()
+		if err != nil {
+			return nil, err
+		}
+		if env != nil {
+			all = append(all, env)
+		}
+	}
 	nc, err := nats.Connect(url, all...)
-	if err != nil {
+	switch {
+	case err == nil:
+		return nc, nil
+	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrMaxAccountConnectionsExceeded):
+		return nil, fmt.Errorf("NATS at %s refused the connection: %w", url, err)
+	default:
 		return nil, fmt.Errorf("cannot reach NATS at %s: %w", url, err)
 	}
-	return nc, nil
 }
 
 // RunSlave joins a cluster and trains the RBM the master assigns: it
@@ -77,16 +98,27 @@ func Connect(url, name string, opts ...nats.Option) (*nats.Conn, error) {
 // NATS connection.
 func RunSlave(ctx context.Context, opt SlaveOptions) error {
 	opt.defaults()
-	log := opt.Logger
-	if err := CheckName(opt.Name); err != nil {
+	// A refused publish or subscription (a permissions violation) reaches
+	// the client only asynchronously: log it, or it goes unseen.
+	base := opt.Logger
+	natsOpts := append(append([]nats.Option{}, opt.NATSOptions...), nats.ErrorHandler(func(nc *nats.Conn, _ *nats.Subscription, err error) {
+		base.Error("NATS error", "connection", nc.Opts.Name, "error", err)
+	}))
+	var nc *nats.Conn
+	var err error
+	if len(opt.Credentials) > 0 {
+		nc, err = opt.claim(natsOpts)
+	} else if err = CheckName(opt.Name); err != nil {
 		return fmt.Errorf("slave %w", err)
+	} else {
+		nc, err = Connect(opt.URL, "pipedbn-slave-"+opt.Name, natsOpts...)
 	}
-	blas.SetThreads(opt.Threads)
-	nc, err := Connect(opt.URL, "pipedbn-slave-"+opt.Name, opt.NATSOptions...)
 	if err != nil {
 		return err
 	}
 	defer nc.Drain()
+	log := opt.Logger
+	blas.SetThreads(opt.Threads)
 
 	ctl, err := nc.SubscribeSync(ctlSubject(opt.Name))
 	if err != nil {
@@ -122,6 +154,81 @@ func RunSlave(ctx context.Context, opt SlaveOptions) error {
 	return trainAssigned(ctx, nc, ctl, a, opt)
 }
 
+// claim connects as one of the slave's identities and names the slave
+// after it.
+func (o *SlaveOptions) claim(natsOpts []nats.Option) (*nats.Conn, error) {
+	creds := o.Credentials
+	if o.Name != "" {
+		creds = nil
+		for _, c := range o.Credentials {
+			if c.User == o.Name {
+				creds = append(creds, c)
+			}
+		}
+		if len(creds) == 0 {
+			return nil, fatalError{fmt.Errorf("slave name %q is no user of its credentials: a secured NATS server lets a slave publish only on subjects named after its user", o.Name)}
+		}
+	}
+	for _, c := range creds {
+		if err := CheckName(c.User); err != nil {
+			return nil, fatalError{fmt.Errorf("credentials: user %w", err)}
+		}
+	}
+	nc, c, err := claimIdentity(o.URL, "pipedbn-slave-", creds, natsOpts)
+	if err != nil {
+		return nil, err
+	}
+	if o.Name == "" {
+		o.Name = c.User
+		o.Logger = o.Logger.Named(c.User)
+	}
+	return nc, nil
+}
+
+// fatalError marks a slave error that retrying cannot fix.
+type fatalError struct{ error }
+
+func (e fatalError) Unwrap() error { return e.error }
+
+// errNoMaster is returned when no master answered a registration.
+var errNoMaster = errors.New("no master answered")
+
+// ServeSlave runs RunSlave again and again, so that one long-lived slave
+// (a compose service, a slave on another host) trains an RBM for every
+// master that comes. It returns when ctx is cancelled or on an error that
+// retrying cannot fix: refused credentials, a name that fits no identity.
+func ServeSlave(ctx context.Context, opt SlaveOptions) error {
+	opt.defaults()
+	log := opt.Logger
+	if len(opt.Credentials) == 0 {
+		if err := CheckName(opt.Name); err != nil {
+			return fmt.Errorf("slave %w", err)
+		}
+	}
+	for {
+		err := RunSlave(ctx, opt)
+		var fatal fatalError
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.As(err, &fatal), errors.Is(err, nats.ErrAuthorization):
+			return err
+		case err == nil:
+			log.Info("run done; waiting for the next master")
+			continue
+		case errors.Is(err, errNoMaster):
+			log.Info("no master yet; still waiting", "nats", opt.URL)
+		default:
+			log.Warn("not trained this time; retrying", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // register announces the slave until a master answers.
 func register(ctx context.Context, nc *nats.Conn, opt SlaveOptions) error {
 	host, _ := os.Hostname()
@@ -146,7 +253,7 @@ func register(ctx context.Context, nc *nats.Conn, opt SlaveOptions) error {
 			return ctx.Err()
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no master answered on %s within %s (is `master run` with cluster.nats_url = %s running?)", opt.URL, opt.JoinTimeout, opt.URL)
+			return fmt.Errorf("%w on %s within %s (is `master run` with cluster.nats_url = %s running?)", errNoMaster, opt.URL, opt.JoinTimeout, opt.URL)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
