@@ -2,6 +2,7 @@ package natsnet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -36,6 +37,10 @@ type Plan struct {
 	Hooks pipeline.Hooks
 	// Joined, if set, is called for every slave that registers.
 	Joined func(name, host string, cpus int)
+	// LostAfter declares a slave lost when nothing came from it for this
+	// long after its assignment: three missed status reports and a second
+	// of slack. Default 4s.
+	LostAfter time.Duration
 }
 
 // Trained is one RBM as its slave reported it at the end.
@@ -97,8 +102,10 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 	for i, s := range slaves[:L] {
 		names[i] = s.name
 		col.slaves[i+1] = s.name
+		col.seen[i+1] = time.Now()
 	}
 	col.mu.Unlock()
+	go col.watch(ctx, p.LostAfter)
 	defer func() {
 		if ctx.Err() != nil {
 			m.stop(names, p.RunID, "the master stopped the run")
@@ -266,6 +273,7 @@ type collector struct {
 	slaves map[int]string
 
 	mu      sync.Mutex
+	seen    map[int]time.Time // the last report of each RBM's slave
 	weights map[int]*messages.Weights
 	epochs  map[int]int
 	failure error
@@ -277,6 +285,7 @@ func newCollector(p Plan, cancel context.CancelFunc) *collector {
 		p: p, cancel: cancel, slaves: map[int]string{},
 		reasm:   messages.NewReassembler(messages.ReassemblerConfig{MaxTotal: 1 << 30, MaxBytes: 2 << 30}),
 		weights: map[int]*messages.Weights{}, epochs: map[int]int{}, done: make(chan struct{}),
+		seen: map[int]time.Time{},
 	}
 }
 
@@ -303,6 +312,10 @@ func (c *collector) onReport(msg *nats.Msg) {
 	m, err := messages.Decode(payload)
 	if err != nil {
 		return
+	}
+	switch m := m.(type) {
+	case *messages.Status, *messages.Weights, *messages.Error:
+		c.heard(m)
 	}
 	switch m := m.(type) {
 	case *messages.Status:
@@ -348,6 +361,63 @@ func (c *collector) onReport(msg *nats.Msg) {
 		c.fail(fmt.Errorf("rbm %d on slave %s: %s", m.RBM, c.slave(m.RBM), m.Text))
 	}
 }
+
+// heard notes that the slave of a report's RBM is alive.
+func (c *collector) heard(m messages.Message) {
+	var run string
+	var i int
+	switch m := m.(type) {
+	case *messages.Status:
+		run, i = m.RunID, m.RBM
+	case *messages.Weights:
+		run, i = m.RunID, m.RBM
+	case *messages.Error:
+		run, i = m.RunID, m.RBM
+	}
+	if run != c.p.RunID {
+		return
+	}
+	c.mu.Lock()
+	if _, ok := c.seen[i]; ok {
+		c.seen[i] = time.Now()
+	}
+	c.mu.Unlock()
+}
+
+// watch fails the run when a slave that has not sent its weights stays
+// silent for lostAfter: it crashed, hangs, or lost its connection.
+func (c *collector) watch(ctx context.Context, lostAfter time.Duration) {
+	if lostAfter <= 0 {
+		lostAfter = 4 * time.Second
+	}
+	t := time.NewTicker(lostAfter / 8)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.done:
+			return
+		case now := <-t.C:
+			c.mu.Lock()
+			var lost error
+			for i, at := range c.seen {
+				if _, finished := c.weights[i]; !finished && now.Sub(at) > lostAfter {
+					lost = fmt.Errorf("%w: slave %s (rbm %d) sent nothing for %s", ErrSlaveLost, c.slaves[i], i, now.Sub(at).Round(100*time.Millisecond))
+					break
+				}
+			}
+			c.mu.Unlock()
+			if lost != nil {
+				c.fail(lost)
+				return
+			}
+		}
+	}
+}
+
+// ErrSlaveLost is the error of a run whose slave stopped reporting.
+var ErrSlaveLost = errors.New("slave lost")
 
 func (c *collector) slave(i int) string {
 	c.mu.Lock()

@@ -3,13 +3,16 @@ package natsnet
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -253,4 +256,65 @@ func buildTags() string {
 // prototypes, which an RBM learns quickly.
 func examples(seed uint64, n, dim int) []float32 {
 	return data.Synthetic(seed, n, dim, 4).X
+}
+
+// A slave process killed mid-run is declared lost within LostAfter, and the
+// run stops with an error naming it instead of waiting forever.
+func TestKilledSlaveIsDeclaredLost(t *testing.T) {
+	const n = 4000
+	layers := []int{49, 40, 30}
+	x := examples(6, n, layers[0])
+	cfgs := stageConfigs(layers, 50, 10, 1) // long enough to be killed mid-run
+	srv, err := StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	nc, err := Connect(srv.URL(), "test-master")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var cmds []*exec.Cmd
+	for i := range cfgs {
+		cmd := exec.Command(slaveBin, "--nats", srv.URL(), "--name", fmt.Sprintf("k%d", i+1), "--threads", "1")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	defer func() {
+		for _, c := range cmds {
+			c.Process.Kill()
+			c.Wait()
+		}
+	}()
+	var once sync.Once
+	var killedAt atomic.Int64 // unix nanoseconds
+	hooks := pipeline.Hooks{Window: func(s pipeline.Stats) {
+		if s.Index == 2 && s.Batches > 0 {
+			once.Do(func() {
+				killedAt.Store(time.Now().UnixNano())
+				for _, c := range cmds {
+					// The slave of RBM 2 is whichever process is named in s.Worker.
+					if c.Args[4] == s.Worker {
+						c.Process.Kill()
+					}
+				}
+			})
+		}
+	}}
+	_, err = NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+		RunID: "kill", Stages: cfgs, Data: x, N: n, ShuffleSeed: 1, Credits: 2, JoinTimeout: 20 * time.Second,
+		LostAfter: 2 * time.Second, Hooks: hooks,
+	})
+	if !errors.Is(err, ErrSlaveLost) {
+		t.Fatalf("Run with a killed slave = %v; want ErrSlaveLost", err)
+	}
+	if d := time.Since(time.Unix(0, killedAt.Load())); d > 5*time.Second {
+		t.Errorf("loss declared %s after the kill; want within LostAfter (2s) plus a check period", d)
+	}
+	if !strings.Contains(err.Error(), "rbm 2") {
+		t.Errorf("error %q does not name rbm 2", err)
+	}
 }
