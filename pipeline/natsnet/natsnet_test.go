@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
 
 	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/data"
@@ -75,16 +76,7 @@ func TestSlaveProcessesMatchInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	srv, err := StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := Connect(srv.URL(), "test-master")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	srv, nc := serve(t)
 
 	var wg sync.WaitGroup
 	logs := make([]bytes.Buffer, len(cfgs))
@@ -141,16 +133,7 @@ func TestSlowSlaveLosesNothing(t *testing.T) {
 	layers := []int{49, 40, 30, 20}
 	x := examples(2, n, layers[0])
 	cfgs := stageConfigs(layers, epochs, batch, k)
-	srv, err := StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := Connect(srv.URL(), "test-master")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	srv, nc := serve(t)
 
 	var maxPending int
 	var pmu sync.Mutex
@@ -224,20 +207,11 @@ func TestSlaveErrors(t *testing.T) {
 
 func TestJoinTimeoutNamesWhoCame(t *testing.T) {
 	t.Parallel()
-	srv, err := StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := Connect(srv.URL(), "test-master")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	srv, nc := serve(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: "early", JoinTimeout: 5 * time.Second})
-	_, err = NewMaster(nc, nil).Run(ctx, Plan{RunID: "wait", Stages: stageConfigs([]int{4, 3, 2}, 1, 2, 1), Data: make([]float32, 8), N: 2, Credits: 1, JoinTimeout: 1500 * time.Millisecond})
+	_, err := NewMaster(nc, nil).Run(ctx, Plan{RunID: "wait", Stages: stageConfigs([]int{4, 3, 2}, 1, 2, 1), Data: make([]float32, 8), N: 2, Credits: 1, JoinTimeout: 1500 * time.Millisecond})
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("1 of 2 slaves joined (early)")) {
 		t.Errorf("Run with one slave of two = %v; want a join timeout naming 'early'", err)
 	}
@@ -265,16 +239,7 @@ func TestKilledSlaveIsDeclaredLost(t *testing.T) {
 	layers := []int{49, 40, 30}
 	x := examples(6, n, layers[0])
 	cfgs := stageConfigs(layers, 50, 10, 1) // long enough to be killed mid-run
-	srv, err := StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	nc, err := Connect(srv.URL(), "test-master")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	srv, nc := serve(t)
 	var cmds []*exec.Cmd
 	for i := range cfgs {
 		cmd := exec.Command(slaveBin, "--nats", srv.URL(), "--name", fmt.Sprintf("k%d", i+1), "--threads", "1")
@@ -304,7 +269,7 @@ func TestKilledSlaveIsDeclaredLost(t *testing.T) {
 			})
 		}
 	}}
-	_, err = NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+	_, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
 		RunID: "kill", Stages: cfgs, Data: x, N: n, ShuffleSeed: 1, Credits: 2, JoinTimeout: 20 * time.Second,
 		LostAfter: 2 * time.Second, Hooks: hooks,
 	})
@@ -317,4 +282,21 @@ func TestKilledSlaveIsDeclaredLost(t *testing.T) {
 	if !strings.Contains(err.Error(), "rbm 2") {
 		t.Errorf("error %q does not name rbm 2", err)
 	}
+}
+
+// serve starts an embedded nats-server on a random port and connects the
+// test's master to it; both end with the test.
+func serve(t *testing.T) (*Embedded, *nats.Conn) {
+	t.Helper()
+	srv, err := StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := Connect(srv.URL(), "test-master")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return srv, nc
 }
