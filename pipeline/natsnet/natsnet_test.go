@@ -276,8 +276,8 @@ func TestKilledSlaveIsDeclaredLost(t *testing.T) {
 	if !errors.Is(err, ErrSlaveLost) {
 		t.Fatalf("Run with a killed slave = %v; want ErrSlaveLost", err)
 	}
-	if d := time.Since(time.Unix(0, killedAt.Load())); d > 5*time.Second {
-		t.Errorf("loss declared %s after the kill; want within LostAfter (2s) plus a check period", d)
+	if d := time.Since(time.Unix(0, killedAt.Load())); d > 10*time.Second {
+		t.Errorf("loss declared %s after the kill; want it soon after LostAfter (2s): within 10s even on a loaded machine", d)
 	}
 	if !strings.Contains(err.Error(), "rbm 2") {
 		t.Errorf("error %q does not name rbm 2", err)
