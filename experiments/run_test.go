@@ -91,6 +91,7 @@ finetune: {epochs: 6, learning_rate: 0.2, batch_size: 50}
 				t.Fatalf("result.json = %+v; want mode %s, 2 RBMs, weights.npz, finetune", got, mode)
 			}
 			ft := got.Finetune
+			t.Logf("%s: test accuracy %.3f", mode, ft.TestAccuracy)
 			if ft.TestAccuracy < 0.6 {
 				t.Errorf("test accuracy %.3f; want well above chance (0.1): >= 0.6", ft.TestAccuracy)
 			}
