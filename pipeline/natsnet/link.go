@@ -173,7 +173,6 @@ type Receiver struct {
 	// accepted mirrors next for Stats, which the slave's status reporter
 	// calls while Recv runs.
 	accepted atomic.Uint64
-	lastErr  atomic.Value
 }
 
 // NewReceiver returns the receiving end of the link from producer (name and
@@ -277,9 +276,9 @@ func (r *Receiver) Recv(ctx context.Context) (*pipeline.Window, error) {
 	}
 }
 
-func (r *Receiver) reject(err error) {
+// reject counts a fragment or message that is not a window of this link.
+func (r *Receiver) reject(error) {
 	r.rejected.Add(1)
-	r.lastErr.Store(err.Error())
 }
 
 // Stats returns the receiver's counts.
