@@ -416,34 +416,33 @@ func trainAssigned(ctx context.Context, nc *nats.Conn, ctl *nats.Subscription, a
 	return nil
 }
 
+// states pairs each stage state with its wire form; Idle is the fallback
+// both ways.
+var states = []struct {
+	local pipeline.State
+	wire  messages.State
+}{
+	{pipeline.Training, messages.StateTraining},
+	{pipeline.WaitingInput, messages.StateWaitingInput},
+	{pipeline.WaitingCredit, messages.StateWaitingCredit},
+	{pipeline.Done, messages.StateDone},
+	{pipeline.Failed, messages.StateFailed},
+}
+
 func wireState(s pipeline.State) messages.State {
-	switch s {
-	case pipeline.Training:
-		return messages.StateTraining
-	case pipeline.WaitingInput:
-		return messages.StateWaitingInput
-	case pipeline.WaitingCredit:
-		return messages.StateWaitingCredit
-	case pipeline.Done:
-		return messages.StateDone
-	case pipeline.Failed:
-		return messages.StateFailed
+	for _, p := range states {
+		if p.local == s {
+			return p.wire
+		}
 	}
 	return messages.StateIdle
 }
 
 func localState(s messages.State) pipeline.State {
-	switch s {
-	case messages.StateTraining:
-		return pipeline.Training
-	case messages.StateWaitingInput:
-		return pipeline.WaitingInput
-	case messages.StateWaitingCredit:
-		return pipeline.WaitingCredit
-	case messages.StateDone:
-		return pipeline.Done
-	case messages.StateFailed:
-		return pipeline.Failed
+	for _, p := range states {
+		if p.wire == s {
+			return p.local
+		}
 	}
 	return pipeline.Idle
 }
