@@ -71,3 +71,23 @@ func uniform16(s *[4 * rngLanes]uint32, u *[rngLanes]float32) {
 		u[l] = float32(int32(res>>8)) * (1.0 / (1 << 24))
 	}
 }
+
+// RNGStateLen is the number of words in an RNG's state.
+const RNGStateLen = 4 * rngLanes
+
+// State returns g's state, from which SetState resumes the same sequence:
+// what a checkpoint keeps.
+func (g *RNG) State() [RNGStateLen]uint32 { return g.s }
+
+// SetState restores a state returned by State. It reports false, and leaves
+// g as it was, for a state no seeded generator can reach (an all-zero
+// stream is a fixed point of xoshiro).
+func (g *RNG) SetState(s [RNGStateLen]uint32) bool {
+	for l := 0; l < rngLanes; l++ {
+		if s[l]|s[rngLanes+l]|s[2*rngLanes+l]|s[3*rngLanes+l] == 0 {
+			return false
+		}
+	}
+	g.s = s
+	return true
+}

@@ -11,7 +11,7 @@ import (
 
 // Version is the version of the wire format that Encode writes and Decode
 // accepts. Change it whenever a body layout changes.
-const Version uint16 = 1
+const Version uint16 = 2
 
 const (
 	magic = "PDBN"
@@ -159,6 +159,19 @@ func (w *writer) f64(v float64) { w.u64(math.Float64bits(v)) }
 func (w *writer) str(s string) {
 	w.length(len(s))
 	w.b = append(w.b, s...)
+}
+
+func (w *writer) bool(v bool) {
+	if v {
+		w.u8(1)
+	} else {
+		w.u8(0)
+	}
+}
+
+func (w *writer) u32s(v []uint32) {
+	w.length(len(v))
+	extend(w, v, 4, func(b []byte, x uint32) { binary.LittleEndian.PutUint32(b, x) })
 }
 
 func (w *writer) ints(v []int) {
@@ -339,6 +352,28 @@ func (r *reader) f64s(field string) []float64 {
 	v := make([]float64, n)
 	for i := range v {
 		v[i] = math.Float64frombits(binary.LittleEndian.Uint64(p[8*i:]))
+	}
+	return v
+}
+
+// bool reads a byte that must be 0 or 1, so that the encoding stays
+// canonical.
+func (r *reader) bool(field string) bool {
+	v := r.u8(field)
+	if v > 1 && r.err == nil {
+		r.err = fmt.Errorf("decode %v: %s: %d is not a boolean: %w", r.kind, field, v, ErrInvalid)
+	}
+	return v == 1
+}
+
+func (r *reader) u32s(field string) []uint32 {
+	n, p := r.array(field, 4)
+	if n == 0 {
+		return nil
+	}
+	v := make([]uint32, n)
+	for i := range v {
+		v[i] = binary.LittleEndian.Uint32(p[4*i:])
 	}
 	return v
 }

@@ -68,12 +68,12 @@ func testMessages() []Message {
 			Units: UnitsBernoulli, Epochs: 20, BatchSize: 256, K: 10, CDK: 1, Middle: MiddleProbabilities,
 			LearningRate: Schedule{Initial: 0.015, Final: 0.002}, Momentum: Schedule{Initial: 0.5, Final: 0.9},
 			WeightDecay: 0.0002, Seed: 1, BatchesPerEpoch: 235, RowsPerEpoch: 60000,
-			Upstream: "slave-1", Downstream: "slave-3", Credits: 4,
+			Upstream: "slave-1", Downstream: "slave-3", Credits: 4, CheckpointEvery: 5, Resume: true,
 		},
 		testChunk(1, 16, 8, 8, 3),
 		&EndOfEpoch{RunID: "quickstart-20250101T120000", RBM: 1, Epoch: 3, Windows: 96},
 		&EndOfStream{RunID: "quickstart-20250101T120000", RBM: 1, Epoch: 20, Windows: 480},
-		&Credit{RunID: "quickstart-20250101T120000", RBM: 1, UpTo: 50},
+		&Credit{RunID: "quickstart-20250101T120000", RBM: 1, UpTo: 50, Next: 47, Durable: 40, Resend: true},
 		&Status{
 			RunID: "quickstart-20250101T120000", RBM: 2, Slave: "slave-2", State: StateWaitingInput,
 			Epoch: 4, Batches: 801, ReconError: 0.0391, ReconErrors: []float64{0.061, 0.047, 0.042},
@@ -84,6 +84,9 @@ func testMessages() []Message {
 		&Error{RunID: "quickstart-20250101T120000", RBM: 3, Text: "rbm: reconstruction error is NaN at epoch 2"},
 		&Heartbeat{RunID: "quickstart-20250101T120000", Name: "master", UnixNano: 1735732800123456789},
 		&Stop{RunID: "quickstart-20250101T120000", Reason: "slave-2 failed"},
+		testCheckpoint(6, 4),
+		&Checkpoint{RunID: "quickstart-20250101T120000", RBM: 2},
+		&CheckpointAck{RunID: "quickstart-20250101T120000", RBM: 2, Windows: 40},
 	}
 }
 
@@ -140,7 +143,7 @@ func TestKindString(t *testing.T) {
 		want string
 	}{
 		{KindRegister, "register"}, {KindChunk, "chunk"}, {KindEndOfStream, "end-of-stream"},
-		{KindStop, "stop"}, {0, "Kind(0)"}, {kindEnd, "Kind(12)"},
+		{KindStop, "stop"}, {0, "Kind(0)"}, {kindEnd, "Kind(14)"}, {KindCheckpoint, "checkpoint"},
 	}
 	for _, tt := range tests {
 		if got := tt.k.String(); got != tt.want {
@@ -221,7 +224,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"header only", valid[:headerSize], ErrTruncated},
 		{"wrong magic", edit(func(b []byte) []byte { b[0] = 'X'; return b }), ErrMagic},
 		{"json", []byte(`{"kind":"chunk"}`), ErrMagic},
-		{"version 2", edit(func(b []byte) []byte { b[4] = 2; return refresh(b) }), ErrVersion},
+		{"version 1", edit(func(b []byte) []byte { b[4] = 1; return refresh(b) }), ErrVersion}, {"version 3", edit(func(b []byte) []byte { b[4] = 3; return refresh(b) }), ErrVersion},
 		{"version 0", edit(func(b []byte) []byte { b[4] = 0; return refresh(b) }), ErrVersion},
 		{"flipped body bit", edit(func(b []byte) []byte { b[headerSize+20] ^= 1; return b }), ErrChecksum},
 		{"flipped crc bit", edit(func(b []byte) []byte { b[len(b)-1] ^= 0x80; return b }), ErrChecksum},
@@ -364,4 +367,22 @@ func TestChunkBatch(t *testing.T) {
 			t.Errorf("Batch(%d) = rows at %p, len %d; want rows from %d, len %d", j, &got[0], len(got), lo, len(want))
 		}
 	}
+}
+
+func testCheckpoint(v, h int) *Checkpoint {
+	c := &Checkpoint{
+		RunID: "quickstart-20250101T120000", RBM: 2, Visible: v, Hidden: h, Windows: 40, Epoch: 1,
+		EpochSSE: 12.5, EpochElems: 4000, Batches: 400, Rows: 102400, ReconErrors: []float64{0.05},
+		ReconError: 0.04, BusySeconds: 3, WaitInputSeconds: 0.5, WaitCreditSeconds: 0.25,
+		W: make([]float32, v*h), A: make([]float32, v), B: make([]float32, h),
+		VelW: make([]float32, v*h), VelA: make([]float32, v), VelB: make([]float32, h),
+		RNG: make([]uint32, CheckpointRNGWords),
+	}
+	for i := range c.W {
+		c.W[i], c.VelW[i] = float32(i)/10, -float32(i)/100
+	}
+	for i := range c.RNG {
+		c.RNG[i] = uint32(i*2654435761 + 1)
+	}
+	return c
 }

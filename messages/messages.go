@@ -12,32 +12,36 @@ type Kind uint8
 // The message kinds. Their numbers are part of the wire format: append new
 // kinds at the end, never reorder.
 const (
-	KindRegister    Kind = iota + 1 // slave -> master: a slave joins
-	KindAssign                      // master -> slave: train RBM_i
-	KindChunk                       // slave i -> slave i+1: middle result and B_i
-	KindEndOfEpoch                  // slave i -> slave i+1: an epoch's windows are all sent
-	KindEndOfStream                 // slave i -> slave i+1: no more windows
-	KindCredit                      // slave i+1 -> slave i: flow control
-	KindStatus                      // slave -> master: progress
-	KindWeights                     // slave -> master: the trained RBM
-	KindError                       // slave -> master: training failed
-	KindHeartbeat                   // either way: liveness
-	KindStop                        // master -> slaves: abandon the run
-	kindEnd                         // one past the last valid kind
+	KindRegister      Kind = iota + 1 // slave -> master: a slave joins
+	KindAssign                        // master -> slave: train RBM_i
+	KindChunk                         // slave i -> slave i+1: middle result and B_i
+	KindEndOfEpoch                    // slave i -> slave i+1: an epoch's windows are all sent
+	KindEndOfStream                   // slave i -> slave i+1: no more windows
+	KindCredit                        // slave i+1 -> slave i: flow control
+	KindStatus                        // slave -> master: progress
+	KindWeights                       // slave -> master: the trained RBM
+	KindError                         // slave -> master: training failed
+	KindHeartbeat                     // either way: liveness
+	KindStop                          // master -> slaves: abandon the run
+	KindCheckpoint                    // slave -> master -> replacement slave: RBM_i's state
+	KindCheckpointAck                 // master -> slave: a checkpoint is stored
+	kindEnd                           // one past the last valid kind
 )
 
 var kindNames = [...]string{
-	KindRegister:    "register",
-	KindAssign:      "assign",
-	KindChunk:       "chunk",
-	KindEndOfEpoch:  "end-of-epoch",
-	KindEndOfStream: "end-of-stream",
-	KindCredit:      "credit",
-	KindStatus:      "status",
-	KindWeights:     "weights",
-	KindError:       "error",
-	KindHeartbeat:   "heartbeat",
-	KindStop:        "stop",
+	KindRegister:      "register",
+	KindAssign:        "assign",
+	KindChunk:         "chunk",
+	KindEndOfEpoch:    "end-of-epoch",
+	KindEndOfStream:   "end-of-stream",
+	KindCredit:        "credit",
+	KindStatus:        "status",
+	KindWeights:       "weights",
+	KindError:         "error",
+	KindHeartbeat:     "heartbeat",
+	KindStop:          "stop",
+	KindCheckpoint:    "checkpoint",
+	KindCheckpointAck: "checkpoint-ack",
 }
 
 // String returns the kind's lower-case name, such as "chunk", or "Kind(N)"
@@ -136,6 +140,10 @@ func newMessage(k Kind) Message {
 		return new(Heartbeat)
 	case KindStop:
 		return new(Stop)
+	case KindCheckpoint:
+		return new(Checkpoint)
+	case KindCheckpointAck:
+		return new(CheckpointAck)
 	}
 	return nil
 }
@@ -227,6 +235,13 @@ type Assign struct {
 	// Credits is the number of windows the slave may hold in flight on its
 	// input link.
 	Credits int
+	// CheckpointEvery is C: the slave checkpoints after every C windows; 0
+	// never.
+	CheckpointEvery int
+	// Resume says the slave replaces a lost one (or resumes an interrupted
+	// run): it waits for a Checkpoint on its control subject before it
+	// trains, or starts from the beginning if the Checkpoint has Windows 0.
+	Resume bool
 }
 
 // Kind returns KindAssign.
@@ -254,7 +269,7 @@ func (m *Assign) validate() error {
 	if m.Credits < 1 {
 		return invalid("credits %d: want >= 1", m.Credits)
 	}
-	return nonNegative("epochs", m.Epochs, "batches per epoch", m.BatchesPerEpoch, "rows per epoch", m.RowsPerEpoch)
+	return nonNegative("checkpoint every", m.CheckpointEvery, "epochs", m.Epochs, "batches per epoch", m.BatchesPerEpoch, "rows per epoch", m.RowsPerEpoch)
 }
 
 func (m *Assign) encode(w *writer) {
@@ -280,6 +295,8 @@ func (m *Assign) encode(w *writer) {
 	w.str(m.Upstream)
 	w.str(m.Downstream)
 	w.int(m.Credits)
+	w.int(m.CheckpointEvery)
+	w.bool(m.Resume)
 }
 
 func (m *Assign) decode(r *reader) {
@@ -305,6 +322,8 @@ func (m *Assign) decode(r *reader) {
 	m.Upstream = r.str("upstream")
 	m.Downstream = r.str("downstream")
 	m.Credits = r.int("credits")
+	m.CheckpointEvery = r.int("checkpoint every")
+	m.Resume = r.bool("resume")
 }
 
 // Chunk is one window of the middle result: the hidden activations RBM_i
@@ -504,6 +523,14 @@ type Credit struct {
 	RBM int
 	// UpTo is one past the highest Seq the producer may send.
 	UpTo uint64
+	// Next is the Seq of the window the consumer waits for.
+	Next uint64
+	// Durable says the consumer's checkpoint covers every window with Seq
+	// < Durable: the producer need not keep them for a replay any more.
+	Durable uint64
+	// Resend asks the producer to send again the windows it still keeps
+	// from Seq Next on: the consumer is new, or saw a gap or silence.
+	Resend bool
 }
 
 // Kind returns KindCredit.
@@ -513,6 +540,9 @@ func (m *Credit) validate() error {
 	if m.RBM < 0 {
 		return invalid("rbm %d: want >= 0 (0: the master's data)", m.RBM)
 	}
+	if m.Durable > m.Next {
+		return invalid("durable %d beyond next %d", m.Durable, m.Next)
+	}
 	return nil
 }
 
@@ -520,12 +550,18 @@ func (m *Credit) encode(w *writer) {
 	w.str(m.RunID)
 	w.int(m.RBM)
 	w.u64(m.UpTo)
+	w.u64(m.Next)
+	w.u64(m.Durable)
+	w.bool(m.Resend)
 }
 
 func (m *Credit) decode(r *reader) {
 	m.RunID = r.str("run id")
 	m.RBM = r.int("rbm")
 	m.UpTo = r.u64("up to")
+	m.Next = r.u64("next")
+	m.Durable = r.u64("durable")
+	m.Resend = r.bool("resend")
 }
 
 // Status is a slave's progress report to the master.
@@ -763,6 +799,161 @@ func (m *Stop) encode(w *writer) {
 func (m *Stop) decode(r *reader) {
 	m.RunID = r.str("run id")
 	m.Reason = r.str("reason")
+}
+
+// Checkpoint is RBM_i's training state after a window: its parameters,
+// momentum, sampling generator and statistics, and its stream position. A
+// slave sends one to the master every C windows; the master stores it and
+// hands it to the slave that replaces a lost one, which resumes exactly
+// there.
+type Checkpoint struct {
+	// RunID names the run.
+	RunID string
+	// RBM is i; Visible and Hidden the sizes of L_(i-1) and L_i.
+	RBM, Visible, Hidden int
+	// Windows is the number of input windows trained: the stream position
+	// training resumes at. Windows 0 means "start from the beginning".
+	Windows int
+	// Epoch is the epoch being trained; EpochSSE and EpochElems the
+	// reconstruction error summed over it so far; EpochEnded whether it was
+	// closed already.
+	Epoch                int
+	EpochSSE, EpochElems float64
+	EpochEnded           bool
+	// Batches and Rows trained; ReconErrors of the finished epochs and
+	// ReconError of the last window.
+	Batches, Rows int
+	ReconErrors   []float64
+	ReconError    float64
+	// BusySeconds, WaitInputSeconds and WaitCreditSeconds so far.
+	BusySeconds, WaitInputSeconds, WaitCreditSeconds float64
+	// W (Visible x Hidden), A and B are the RBM; VelW, VelA and VelB its
+	// momentum buffers.
+	W, A, B, VelW, VelA, VelB []float32
+	// RNG is the sampling generator's state, 64 words.
+	RNG []uint32
+}
+
+// CheckpointRNGWords is the length of Checkpoint.RNG.
+const CheckpointRNGWords = 64
+
+// Kind returns KindCheckpoint.
+func (*Checkpoint) Kind() Kind { return KindCheckpoint }
+
+func (m *Checkpoint) validate() error {
+	if m.RBM < 1 {
+		return invalid("rbm %d: want >= 1", m.RBM)
+	}
+	if m.Windows == 0 && len(m.W) == 0 {
+		return nil // start from the beginning
+	}
+	if err := matrixShape("w", len(m.W), m.Visible, m.Hidden); err != nil {
+		return err
+	}
+	if len(m.VelW) != len(m.W) || len(m.A) != m.Visible || len(m.VelA) != m.Visible || len(m.B) != m.Hidden || len(m.VelB) != m.Hidden {
+		return shapeErr("a, b, vel_w, vel_a, vel_b of %d, %d, %d, %d, %d values for %d x %d", len(m.A), len(m.B), len(m.VelW), len(m.VelA), len(m.VelB), m.Visible, m.Hidden)
+	}
+	if len(m.RNG) != CheckpointRNGWords {
+		return shapeErr("rng of %d words, want %d", len(m.RNG), CheckpointRNGWords)
+	}
+	return nonNegative("windows", m.Windows, "epoch", m.Epoch, "batches", m.Batches, "rows", m.Rows)
+}
+
+// Check reports whether c is a consistent checkpoint of RBM_rbm of run
+// runID with the given shape; errors wrap ErrMismatch or ErrShape.
+func (m *Checkpoint) Check(runID string, rbm, visible, hidden int) error {
+	if m.RunID != runID || m.RBM != rbm {
+		return fmt.Errorf("checkpoint of run %q rbm %d, want %q rbm %d: %w", m.RunID, m.RBM, runID, rbm, ErrMismatch)
+	}
+	if m.Windows > 0 && (m.Visible != visible || m.Hidden != hidden) {
+		return fmt.Errorf("checkpoint of rbm %d: %d x %d, want %d x %d: %w", m.RBM, m.Visible, m.Hidden, visible, hidden, ErrShape)
+	}
+	return m.validate()
+}
+
+func (m *Checkpoint) encode(w *writer) {
+	w.str(m.RunID)
+	w.int(m.RBM)
+	w.int(m.Visible)
+	w.int(m.Hidden)
+	w.int(m.Windows)
+	w.int(m.Epoch)
+	w.f64(m.EpochSSE)
+	w.f64(m.EpochElems)
+	w.bool(m.EpochEnded)
+	w.int(m.Batches)
+	w.int(m.Rows)
+	w.f64s(m.ReconErrors)
+	w.f64(m.ReconError)
+	w.f64(m.BusySeconds)
+	w.f64(m.WaitInputSeconds)
+	w.f64(m.WaitCreditSeconds)
+	w.f32s(m.W)
+	w.f32s(m.A)
+	w.f32s(m.B)
+	w.f32s(m.VelW)
+	w.f32s(m.VelA)
+	w.f32s(m.VelB)
+	w.u32s(m.RNG)
+}
+
+func (m *Checkpoint) decode(r *reader) {
+	m.RunID = r.str("run id")
+	m.RBM = r.int("rbm")
+	m.Visible = r.int("visible")
+	m.Hidden = r.int("hidden")
+	m.Windows = r.int("windows")
+	m.Epoch = r.int("epoch")
+	m.EpochSSE = r.f64("epoch sse")
+	m.EpochElems = r.f64("epoch elems")
+	m.EpochEnded = r.bool("epoch ended")
+	m.Batches = r.int("batches")
+	m.Rows = r.int("rows")
+	m.ReconErrors = r.f64s("recon errors")
+	m.ReconError = r.f64("recon error")
+	m.BusySeconds = r.f64("busy seconds")
+	m.WaitInputSeconds = r.f64("wait input seconds")
+	m.WaitCreditSeconds = r.f64("wait credit seconds")
+	m.W = r.f32s("w")
+	m.A = r.f32s("a")
+	m.B = r.f32s("b")
+	m.VelW = r.f32s("vel w")
+	m.VelA = r.f32s("vel a")
+	m.VelB = r.f32s("vel b")
+	m.RNG = r.u32s("rng")
+}
+
+// CheckpointAck tells a slave that the master stored its checkpoint at
+// Windows: the slave's producer need no longer keep the windows before it.
+type CheckpointAck struct {
+	// RunID names the run.
+	RunID string
+	// RBM is i.
+	RBM int
+	// Windows is the stored checkpoint's stream position.
+	Windows uint64
+}
+
+// Kind returns KindCheckpointAck.
+func (*CheckpointAck) Kind() Kind { return KindCheckpointAck }
+
+func (m *CheckpointAck) validate() error {
+	if m.RBM < 1 {
+		return invalid("rbm %d: want >= 1", m.RBM)
+	}
+	return nil
+}
+
+func (m *CheckpointAck) encode(w *writer) {
+	w.str(m.RunID)
+	w.int(m.RBM)
+	w.u64(m.Windows)
+}
+
+func (m *CheckpointAck) decode(r *reader) {
+	m.RunID = r.str("run id")
+	m.RBM = r.int("rbm")
+	m.Windows = r.u64("windows")
 }
 
 // matrixShape checks that an array of n values holds a rows x cols matrix,

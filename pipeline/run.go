@@ -84,14 +84,31 @@ func RunStage(ctx context.Context, st *Stage, in Receiver, out Sender, hooks Hoo
 			st.stats.WaitCredit += time.Since(t)
 		}
 		hooks.window(st.Stats())
+		if hooks.AfterWindow != nil {
+			if err := hooks.AfterWindow(st); err != nil {
+				return err
+			}
+		}
 	}
 }
 
 // Feed sends epochs of shuffled data windows from src to out, then closes
 // out: the master's part of the pipelined schedule, feeding RBM_1.
 func Feed(ctx context.Context, src *Source, epochs int, out Sender) error {
+	return FeedFrom(ctx, src, epochs, 0, out)
+}
+
+// FeedFrom is Feed resumed at the window with Seq start: the source deals
+// the same windows as from the beginning, and those before start are not
+// sent.
+func FeedFrom(ctx context.Context, src *Source, epochs, start int, out Sender) error {
 	for e := 0; e < epochs; e++ {
-		if err := src.Epoch(ctx, e, func(w *Window) error { return out.Send(ctx, w) }); err != nil {
+		if err := src.Epoch(ctx, e, func(w *Window) error {
+			if w.Seq < start {
+				return nil
+			}
+			return out.Send(ctx, w)
+		}); err != nil {
 			return err
 		}
 	}

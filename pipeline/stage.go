@@ -95,6 +95,7 @@ type Stage struct {
 	trainer *rbm.Trainer
 
 	epoch      int
+	windows    int
 	epochSSE   float64
 	epochElems float64
 	stats      Stats
@@ -185,6 +186,7 @@ func (s *Stage) Train(in *Window, out *Window) error {
 	s.epochElems += elems
 	s.stats.LastRecon = sse / elems
 	s.stats.Epoch = in.Epoch
+	s.windows++
 	s.stats.Busy += time.Since(start)
 	if out != nil {
 		out.Epoch, out.Seq = in.Epoch, in.Seq
@@ -205,4 +207,65 @@ func (s *Stage) EndEpoch() {
 	s.epochSSE, s.epochElems = 0, 0
 	s.trainer.Commit()
 	s.epochEnded = true
+}
+
+// Windows returns the number of windows trained so far: the Seq of the next
+// input window.
+func (s *Stage) Windows() int { return s.windows }
+
+// StageState is a stage's checkpoint: everything that, with its
+// StageConfig, resumes training exactly where it stood after a window, as if
+// it had never stopped.
+type StageState struct {
+	// Windows is the number of input windows trained: training resumes at
+	// the window with this Seq.
+	Windows int
+	// Epoch is the epoch being trained; EpochSSE and EpochElems the
+	// reconstruction error summed over it so far; EpochEnded whether it was
+	// closed already.
+	Epoch                int
+	EpochSSE, EpochElems float64
+	EpochEnded           bool
+	// Stats are the statistics so far (Busy and the waits included).
+	Stats Stats
+	// W, A and B are RBM_i's parameters.
+	W, A, B []float32
+	// Trainer holds the momentum buffers and the sampling generator.
+	Trainer rbm.TrainerState
+}
+
+// Snapshot returns a copy of the stage's state. Take it between windows.
+func (s *Stage) Snapshot() StageState {
+	st := StageState{
+		Windows: s.windows, Epoch: s.epoch, EpochSSE: s.epochSSE, EpochElems: s.epochElems,
+		EpochEnded: s.epochEnded, Stats: s.Stats(),
+		W: append([]float32(nil), s.rbm.W...), A: append([]float32(nil), s.rbm.A...),
+		B: append([]float32(nil), s.rbm.B...), Trainer: s.trainer.State(),
+	}
+	return st
+}
+
+// RestoreStage returns the stage cfg describes, in the state st a Snapshot
+// of it took. It fails when st does not fit cfg.
+func RestoreStage(cfg StageConfig, st StageState) (*Stage, error) {
+	V, H := cfg.Visible, cfg.Hidden
+	if len(st.W) != V*H || len(st.A) != V || len(st.B) != H {
+		return nil, fmt.Errorf("rbm %d: checkpoint holds %d, %d, %d parameters for a %dx%d RBM", cfg.Index, len(st.W), len(st.A), len(st.B), V, H)
+	}
+	if st.Windows < 0 || st.Epoch < 0 || st.Epoch >= max(cfg.Epochs, 1) || st.Stats.Batches < 0 {
+		return nil, fmt.Errorf("rbm %d: checkpoint at window %d, epoch %d of %d, %d batches: out of range", cfg.Index, st.Windows, st.Epoch, cfg.Epochs, st.Stats.Batches)
+	}
+	s := NewStage(cfg)
+	copy(s.rbm.W, st.W)
+	copy(s.rbm.A, st.A)
+	copy(s.rbm.B, st.B)
+	if err := s.trainer.Restore(st.Trainer); err != nil {
+		return nil, fmt.Errorf("rbm %d: %w", cfg.Index, err)
+	}
+	s.windows, s.epoch = st.Windows, st.Epoch
+	s.epochSSE, s.epochElems, s.epochEnded = st.EpochSSE, st.EpochElems, st.EpochEnded
+	s.stats = st.Stats
+	s.stats.Index = cfg.Index
+	s.stats.Recon = append([]float64(nil), st.Stats.Recon...)
+	return s, nil
 }

@@ -233,3 +233,45 @@ func (t *Trainer) restore() {
 	clear(t.velA)
 	clear(t.velB)
 }
+
+// TrainerState is what a checkpoint keeps of a Trainer besides its RBM: the
+// momentum buffers and the random generator's position. With the RBM's W, A
+// and B it resumes training exactly where it stood.
+type TrainerState struct {
+	// VelW (Visible x Hidden), VelA (Visible) and VelB (Hidden) are the
+	// momentum buffers.
+	VelW, VelA, VelB []float32
+	// RNG is the sampling generator's state.
+	RNG [blas.RNGStateLen]uint32
+}
+
+// State returns a copy of t's momentum buffers and generator state.
+func (t *Trainer) State() TrainerState {
+	return TrainerState{
+		VelW: append([]float32(nil), t.velW...),
+		VelA: append([]float32(nil), t.velA...),
+		VelB: append([]float32(nil), t.velB...),
+		RNG:  t.rng.State(),
+	}
+}
+
+// Restore puts back a state returned by State, after the RBM's W, A and B
+// were restored, and commits the RBM as it now stands. It fails, changing
+// nothing, when the buffers do not fit the RBM or the generator state is
+// one no seed produces.
+func (t *Trainer) Restore(s TrainerState) error {
+	V, H := t.r.Visible, t.r.Hidden
+	if len(s.VelW) != V*H || len(s.VelA) != V || len(s.VelB) != H {
+		return fmt.Errorf("rbm: restore: momentum of %d, %d, %d values for a %dx%d RBM", len(s.VelW), len(s.VelA), len(s.VelB), V, H)
+	}
+	var g blas.RNG
+	if !g.SetState(s.RNG) {
+		return fmt.Errorf("rbm: restore: a generator state with an all-zero stream")
+	}
+	copy(t.velW, s.VelW)
+	copy(t.velA, s.VelA)
+	copy(t.velB, s.VelB)
+	t.rng = g
+	t.Commit()
+	return nil
+}
