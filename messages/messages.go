@@ -834,6 +834,14 @@ type Checkpoint struct {
 	RNG []uint32
 }
 
+// GetWindows returns c.Windows, or 0 for a nil checkpoint.
+func (m *Checkpoint) GetWindows() int {
+	if m == nil {
+		return 0
+	}
+	return m.Windows
+}
+
 // CheckpointRNGWords is the length of Checkpoint.RNG.
 const CheckpointRNGWords = 64
 

@@ -13,13 +13,33 @@ type Embedded struct {
 	srv *server.Server
 }
 
-// StartEmbedded starts a nats-server on 127.0.0.1 and a random free port.
-func StartEmbedded() (*Embedded, error) {
+// EmbeddedOptions configure an embedded server.
+type EmbeddedOptions struct {
+	// Port to listen on; 0 picks a free one.
+	Port int
+	// StoreDir, if set, enables JetStream with its file store there: the
+	// run's checkpoints then survive a restart of the master (and of the
+	// server).
+	StoreDir string
+}
+
+// StartEmbedded starts a nats-server on 127.0.0.1 and a random free port,
+// without JetStream.
+func StartEmbedded() (*Embedded, error) { return StartEmbeddedWith(EmbeddedOptions{}) }
+
+// StartEmbeddedWith starts a nats-server on 127.0.0.1 as o says.
+func StartEmbeddedWith(o EmbeddedOptions) (*Embedded, error) {
+	port := o.Port
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
 	opts := &server.Options{
-		Host:   "127.0.0.1",
-		Port:   server.RANDOM_PORT,
-		NoLog:  true,
-		NoSigs: true,
+		Host:      "127.0.0.1",
+		Port:      port,
+		JetStream: o.StoreDir != "",
+		StoreDir:  o.StoreDir,
+		NoLog:     true,
+		NoSigs:    true,
 		// Windows travel in fragments of at most MaxPayload; 8 MB keeps the
 		// fragment count low for large windows.
 		MaxPayload: 8 << 20,

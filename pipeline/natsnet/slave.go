@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -31,6 +32,9 @@ type SlaveOptions struct {
 	JoinTimeout time.Duration
 	// StatusEvery is the period of status reports to the master. Default 1s.
 	StatusEvery time.Duration
+	// FinishTimeout bounds the wait, after the weights are sent, for the
+	// master to confirm the end of the run. Default 10m.
+	FinishTimeout time.Duration
 	// Logger receives the slave's log lines; nil discards them.
 	Logger hclog.Logger
 	// NATSOptions are extra connection options (credentials, TLS).
@@ -42,6 +46,10 @@ type SlaveOptions struct {
 	// after its user (deploy/nats), so name and user must agree.
 	Credentials []Credential
 
+	// WindowDelay, if set, makes the slave sleep after every window: it
+	// emulates a slower machine (tests, demos of failures and recovery).
+	WindowDelay time.Duration
+
 	// afterWindow, for tests, runs after every window with its training time.
 	afterWindow func(busy time.Duration, in *Receiver)
 }
@@ -52,6 +60,9 @@ func (o *SlaveOptions) defaults() {
 	}
 	if o.StatusEvery <= 0 {
 		o.StatusEvery = time.Second
+	}
+	if o.FinishTimeout <= 0 {
+		o.FinishTimeout = 10 * time.Minute
 	}
 	if o.Threads <= 0 {
 		o.Threads = runtime.NumCPU()
@@ -128,30 +139,32 @@ func RunSlave(ctx context.Context, opt SlaveOptions) error {
 		return err
 	}
 	log.Info("registered; waiting for an assignment", "nats", opt.URL)
-	wait, cancel := context.WithTimeout(ctx, opt.JoinTimeout)
-	msg, err := ctl.NextMsgWithContext(wait)
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("registered with the master at %s, but no RBM was assigned within %s", opt.URL, opt.JoinTimeout)
-	}
-	m, err := messages.Decode(msg.Data)
-	if err != nil {
-		return fmt.Errorf("assignment: %w", err)
-	}
+	// The control subject carries the assignment, the checkpoint to resume
+	// from, relinks, checkpoint acks and the final stop, all in fragments.
+	ctlMsgs := make(chan messages.Message, 16)
+	life, endLife := context.WithCancel(context.Background())
+	defer endLife()
+	go readControl(life, ctl, ctlMsgs)
+	wait := time.NewTimer(opt.JoinTimeout)
+	defer wait.Stop()
 	var a *messages.Assign
-	switch m := m.(type) {
-	case *messages.Assign:
-		a = m
-	case *messages.Stop:
-		log.Info("the master needs no more slaves", "reason", m.Reason)
-		return nil
-	default:
-		return fmt.Errorf("expected an assignment, got %s", m.Kind())
+	for a == nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-wait.C:
+			return fmt.Errorf("registered with the master at %s, but no RBM was assigned within %s", opt.URL, opt.JoinTimeout)
+		case m := <-ctlMsgs:
+			switch m := m.(type) {
+			case *messages.Assign:
+				a = m
+			case *messages.Stop:
+				log.Info("the master needs no more slaves", "reason", m.Reason)
+				return nil
+			}
+		}
 	}
-	return trainAssigned(ctx, nc, ctl, a, opt)
+	return trainAssigned(ctx, nc, ctlMsgs, a, opt)
 }
 
 // claim connects as one of the slave's identities and names the slave
@@ -278,7 +291,11 @@ func StageConfig(a *messages.Assign) (pipeline.StageConfig, error) {
 	}, nil
 }
 
-func trainAssigned(ctx context.Context, nc *nats.Conn, ctl *nats.Subscription, a *messages.Assign, opt SlaveOptions) error {
+// errDrained stops the stage at a window boundary when the slave is asked to
+// stop: by a signal or by the master.
+var errDrained = errors.New("stopping: checkpoint taken")
+
+func trainAssigned(ctx context.Context, nc *nats.Conn, ctlMsgs <-chan messages.Message, a *messages.Assign, opt SlaveOptions) error {
 	log := opt.Logger.With("rbm", a.RBM, "run", a.RunID)
 	cfg, err := StageConfig(a)
 	if err != nil {
@@ -291,7 +308,7 @@ func trainAssigned(ctx context.Context, nc *nats.Conn, ctl *nats.Subscription, a
 			return err
 		}
 		for _, p := range parts {
-			if err := nc.Publish(report, p); err != nil {
+			if err := nc.Publish(report, p); err != nil && !disconnected(nc, err) {
 				return err
 			}
 		}
@@ -302,29 +319,34 @@ func trainAssigned(ctx context.Context, nc *nats.Conn, ctl *nats.Subscription, a
 		nc.Flush()
 		return err
 	}
-	log.Info("assigned", "visible", a.Visible, "hidden", a.Hidden, "upstream", a.Upstream, "downstream", a.Downstream)
+	log.Info("assigned", "visible", a.Visible, "hidden", a.Hidden, "upstream", a.Upstream, "downstream", a.Downstream, "resume", a.Resume)
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// The master may stop the run at any time.
-	var stopped sync.Once
-	stopErr := make(chan error, 1)
-	go func() {
-		for {
-			msg, err := ctl.NextMsgWithContext(ctx)
-			if err != nil {
-				return
-			}
-			if m, err := messages.Decode(msg.Data); err == nil && m.Kind() == messages.KindStop {
-				stopped.Do(func() { stopErr <- ErrStopped; cancel() })
-				return
-			}
+	life, endLife := context.WithCancel(context.Background())
+	defer endLife()
+
+	st := pipeline.NewStage(cfg)
+	var start uint64
+	if a.Resume {
+		c, err := waitCheckpoint(ctx, ctlMsgs, a, cfg, opt.JoinTimeout)
+		if err != nil {
+			return fail(err)
 		}
-	}()
+		if c.Windows > 0 {
+			if st, err = pipeline.RestoreStage(cfg, stageStateOf(c)); err != nil {
+				return fail(err)
+			}
+			start = uint64(c.Windows)
+		}
+		log.Info("resuming", "window", start, "batches", st.Stats().Batches)
+	}
 
 	in, err := NewReceiver(nc, a.RunID, a.Upstream, a.RBM-1, opt.Name, a.Visible, a.Credits)
 	if err != nil {
 		return fail(err)
+	}
+	in.Checkpointing(a.CheckpointEvery > 0)
+	if a.Resume {
+		in.StartAt(start)
 	}
 	var out *Sender
 	var outSender pipeline.Sender
@@ -332,9 +354,12 @@ func trainAssigned(ctx context.Context, nc *nats.Conn, ctl *nats.Subscription, a
 		if out, err = NewSender(nc, a.RunID, opt.Name, a.RBM, a.Downstream); err != nil {
 			return fail(err)
 		}
+		defer out.Stop()
+		if a.Resume {
+			out.StartAt(start)
+		}
 		outSender = out
 	}
-	st := pipeline.NewStage(cfg)
 
 	var mu sync.Mutex
 	latest := st.Stats()
@@ -353,15 +378,108 @@ func trainAssigned(ctx context.Context, nc *nats.Conn, ctl *nats.Subscription, a
 		}
 		return m
 	}
-	var lastBusy time.Duration
-	hook := func(s pipeline.Stats) {
-		mu.Lock()
-		latest = s
-		mu.Unlock()
-		if opt.afterWindow != nil {
-			opt.afterWindow(s.Busy-lastBusy, in)
-			lastBusy = s.Busy
+
+	// A signal or the master's stop drains the stage: it stops at the next
+	// window boundary with a checkpoint, or after a grace period wherever it
+	// waits.
+	train, stopTraining := context.WithCancel(context.Background())
+	defer stopTraining()
+	var draining atomic.Bool
+	var stopReason atomic.Value
+	drain := func(reason error) {
+		if draining.CompareAndSwap(false, true) {
+			stopReason.Store(reason)
+			time.AfterFunc(drainGrace, stopTraining)
 		}
+	}
+	acked := make(chan uint64, 16)
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			drain(ctx.Err())
+		case <-life.Done():
+		}
+	}()
+	go func() {
+		for {
+			var m messages.Message
+			select {
+			case m = <-ctlMsgs:
+			case <-life.Done():
+				return
+			}
+			switch m := m.(type) {
+			case *messages.Stop:
+				if m.RunID != "" && m.RunID != a.RunID {
+					continue
+				}
+				select {
+				case <-finished:
+				default:
+					close(finished)
+				}
+				drain(ErrStopped)
+			case *messages.Assign:
+				if m.RunID != a.RunID || m.RBM != a.RBM {
+					continue
+				}
+				if m.Upstream != a.Upstream {
+					log.Info("new upstream", "slave", m.Upstream)
+					a.Upstream = m.Upstream
+					in.Relink(m.Upstream)
+				}
+				if out != nil && m.Downstream != a.Downstream && m.Downstream != "" {
+					log.Info("new downstream", "slave", m.Downstream)
+					a.Downstream = m.Downstream
+					out.Relink(m.Downstream)
+				}
+			case *messages.CheckpointAck:
+				if m.RunID == a.RunID && m.RBM == a.RBM {
+					in.SetDurable(m.Windows)
+					select {
+					case acked <- m.Windows:
+					default:
+					}
+				}
+			}
+		}
+	}()
+
+	lastCheckpoint := -1
+	checkpoint := func(st *pipeline.Stage) error {
+		if st.Windows() == lastCheckpoint {
+			return nil
+		}
+		lastCheckpoint = st.Windows()
+		return send(checkpointOf(a.RunID, cfg, st.Snapshot()))
+	}
+	var lastBusy time.Duration
+	hooks := pipeline.Hooks{
+		Window: func(s pipeline.Stats) {
+			mu.Lock()
+			latest = s
+			mu.Unlock()
+			if opt.afterWindow != nil {
+				opt.afterWindow(s.Busy-lastBusy, in)
+				lastBusy = s.Busy
+			}
+
+		},
+		AfterWindow: func(st *pipeline.Stage) error {
+			if opt.WindowDelay > 0 {
+				time.Sleep(opt.WindowDelay)
+			}
+			if c := a.CheckpointEvery; (c > 0 && st.Windows()%c == 0) || draining.Load() {
+				if err := checkpoint(st); err != nil {
+					return fmt.Errorf("send checkpoint: %w", err)
+				}
+			}
+			if draining.Load() {
+				return errDrained
+			}
+			return nil
+		},
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -379,21 +497,30 @@ func trainAssigned(ctx context.Context, nc *nats.Conn, ctl *nats.Subscription, a
 			}
 		}
 	}()
-	err = pipeline.RunStage(ctx, st, in, outSender, pipeline.Hooks{Window: hook})
+	err = pipeline.RunStage(train, st, in, outSender, hooks)
 	close(done)
 	wg.Wait()
 	if err != nil {
-		select {
-		case e := <-stopErr:
-			log.Warn("stopped by the master")
-			return e
-		default:
+		if !draining.Load() {
+			log.Error("training failed", "error", err)
+			return fail(err)
 		}
-		log.Error("training failed", "error", err)
-		return fail(err)
+		// Stopped on request: leave a checkpoint if the stage stands at a
+		// window whose middle result was handed on, and wait (briefly) for
+		// the master to store it.
+		if out == nil || out.Sent() == uint64(st.Windows()) {
+			if err := checkpoint(st); err == nil {
+				waitAck(acked, uint64(st.Windows()), drainGrace)
+			}
+		}
+		reason := stopReason.Load().(error)
+		send(&messages.Error{RunID: a.RunID, RBM: a.RBM, Text: fmt.Sprintf("%s%v (at window %d)", StoppedPrefix, reason, st.Windows())})
+		nc.Flush()
+		log.Warn("stopped", "reason", reason, "window", st.Windows())
+		return reason
 	}
-	if ls := in.Stats(); ls.Rejected > 0 || ls.Duplicates > 0 {
-		log.Warn("link anomalies", "rejected", ls.Rejected, "duplicates", ls.Duplicates)
+	if ls := in.Stats(); ls.Rejected > 0 || ls.Duplicates > 0 || ls.Gaps > 0 {
+		log.Warn("link anomalies", "rejected", ls.Rejected, "duplicates", ls.Duplicates, "gaps", ls.Gaps, "resends", ls.Resends)
 	}
 	s := st.Stats()
 	r := st.RBM()
@@ -403,17 +530,114 @@ func trainAssigned(ctx context.Context, nc *nats.Conn, ctl *nats.Subscription, a
 		ReconErrors: s.Recon, Batches: s.Batches, BusySeconds: s.Busy.Seconds(),
 		WaitSeconds: (s.WaitInput + s.WaitCredit).Seconds(), BytesIn: final.BytesIn, BytesOut: final.BytesOut,
 	}
-	if err := send(final); err != nil {
-		return err
+	// Until the master says the run is complete, report the status (so that
+	// the master knows the slave alive), resend the weights now and then (a
+	// NATS restart may have dropped them), and keep the middle results for
+	// a replacement of the slave above.
+	t := time.NewTicker(opt.StatusEvery)
+	defer t.Stop()
+	deadline := time.After(opt.FinishTimeout)
+	var weightsSent time.Time
+	for {
+		if err := send(final); err != nil {
+			return err
+		}
+		if time.Since(weightsSent) >= weightsEvery {
+			if err := send(w); err != nil {
+				return fmt.Errorf("send weights: %w", err)
+			}
+			weightsSent = time.Now()
+		}
+		nc.Flush()
+		select {
+		case <-finished:
+			log.Info("done", "batches", s.Batches, "busy_seconds", s.Busy.Seconds())
+			return nil
+		case <-ctx.Done():
+			return nil // the weights are sent; nothing to checkpoint
+		case <-deadline:
+			log.Warn("the master did not confirm the end of the run; leaving", "waited", opt.FinishTimeout)
+			return nil
+		case <-t.C:
+		}
 	}
-	if err := send(w); err != nil {
-		return fmt.Errorf("send weights: %w", err)
+}
+
+// StoppedPrefix starts the Error text of a slave that stopped on request
+// (a signal, or the master), after leaving a checkpoint when it could: to
+// the master it is a lost slave to replace, not a failed run.
+const StoppedPrefix = "stopped: "
+
+// drainGrace bounds how long a slave asked to stop waits for a window
+// boundary, and then for its checkpoint to be stored.
+const drainGrace = 3 * time.Second
+
+// weightsEvery is how often a finished slave sends its weights again until
+// the master confirms the end of the run.
+const weightsEvery = 5 * time.Second
+
+// readControl reassembles the messages of the control subject.
+func readControl(ctx context.Context, ctl *nats.Subscription, out chan<- messages.Message) {
+	reasm := messages.NewReassembler(messages.ReassemblerConfig{MaxTotal: 1 << 30, MaxBytes: 2 << 30})
+	for {
+		msg, err := ctl.NextMsgWithContext(ctx)
+		if err != nil {
+			return
+		}
+		payload, err := reasm.Add(msg.Data)
+		if err != nil || payload == nil {
+			continue
+		}
+		m, err := messages.Decode(payload)
+		if err != nil {
+			continue
+		}
+		select {
+		case out <- m:
+		case <-ctx.Done():
+			return
+		}
 	}
-	if err := nc.FlushTimeout(30 * time.Second); err != nil {
-		return fmt.Errorf("send weights: %w", err)
+}
+
+// waitCheckpoint waits for the checkpoint a resumed slave starts from.
+func waitCheckpoint(ctx context.Context, ctl <-chan messages.Message, a *messages.Assign, cfg pipeline.StageConfig, timeout time.Duration) (*messages.Checkpoint, error) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		select {
+		case m := <-ctl:
+			switch m := m.(type) {
+			case *messages.Checkpoint:
+				if err := m.Check(a.RunID, a.RBM, cfg.Visible, cfg.Hidden); err != nil {
+					return nil, fmt.Errorf("checkpoint to resume from: %w", err)
+				}
+				return m, nil
+			case *messages.Stop:
+				return nil, ErrStopped
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+			return nil, fmt.Errorf("assigned rbm %d to resume, but no checkpoint came within %s", a.RBM, timeout)
+		}
 	}
-	log.Info("done", "batches", s.Batches, "busy_seconds", s.Busy.Seconds())
-	return nil
+}
+
+// waitAck waits up to d for the master to confirm the checkpoint at windows.
+func waitAck(acked <-chan uint64, windows uint64, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case w := <-acked:
+			if w >= windows {
+				return true
+			}
+		case <-t.C:
+			return false
+		}
+	}
 }
 
 // states pairs each stage state with its wire form; Idle is the fallback
