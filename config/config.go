@@ -23,6 +23,8 @@ type Config struct {
 	Cluster  Cluster  `mapstructure:"cluster"`
 	Finetune Finetune `mapstructure:"finetune"`
 	Output   Output   `mapstructure:"output"`
+	// Reliability configures checkpoints, failure detection and saving.
+	Reliability Reliability `mapstructure:"reliability"`
 	// Sweep is only read by `master sweep`; `master run` ignores it.
 	Sweep Sweep `mapstructure:"sweep"`
 
@@ -110,6 +112,24 @@ type Cluster struct {
 	// NatsURL is empty) or memory (all stages in the master process, for a
 	// quick single-machine run).
 	Transport string `mapstructure:"transport"`
+}
+
+// Reliability configures how a pipelined run survives the loss of a
+// slave, a NATS restart or its own interruption.
+type Reliability struct {
+	// CheckpointEvery is C: every slave checkpoints its RBM (weights,
+	// momentum, generator, stream position) after every C windows of K
+	// mini-batches, into a JetStream object store; a replacement of a lost
+	// slave resumes there, redoing at most C x K mini-batches. 0 turns
+	// checkpoints off: a lost slave then fails the run. Default 5.
+	CheckpointEvery int `mapstructure:"checkpoint_every"`
+	// LostAfter declares a slave lost when the master heard nothing from
+	// it for this long (slaves report every second). Default 4s.
+	LostAfter time.Duration `mapstructure:"lost_after"`
+	// SaveEvery refreshes weights.npz from the latest checkpoints this
+	// often during a pipelined pre-training; 0 only saves at the end.
+	// Default 5m.
+	SaveEvery time.Duration `mapstructure:"save_every"`
 }
 
 // Finetune configures supervised fine-tuning with backprop.
@@ -202,6 +222,9 @@ func Defaults() map[string]any {
 		"finetune.init":                  "pretrained",
 		"finetune.dropout":               0.0,
 		"output.dir":                     "",
+		"reliability.checkpoint_every":   5,
+		"reliability.lost_after":         "4s",
+		"reliability.save_every":         "5m",
 		"sweep.repeats":                  1,
 		"sweep.vary":                     []any{},
 	}

@@ -132,6 +132,15 @@ func (c *Config) Validate() error {
 	atLeast("cluster.credits", cl.Credits, 1)
 	oneOf("cluster.transport", cl.Transport, "nats", "memory")
 
+	rl := c.Reliability
+	atLeast("reliability.checkpoint_every", rl.CheckpointEvery, 0)
+	if rl.LostAfter <= 0 {
+		bad("reliability.lost_after", rl.LostAfter, "must be a duration > 0, like 4s (slaves report every second)")
+	}
+	if rl.SaveEvery < 0 {
+		bad("reliability.save_every", rl.SaveEvery, "must be a duration >= 0, like 5m (0: save only at the end)")
+	}
+
 	f := c.Finetune
 	atLeast("finetune.epochs", f.Epochs, 0)
 	atLeast("finetune.batch_size", f.BatchSize, 1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/data"
@@ -35,18 +38,32 @@ func runID(name string) string {
 }
 
 // pretrainNATS runs the pipelined schedule over NATS: on the configured
-// server, or on an embedded one with one local slave process per RBM.
+// server, or on an embedded one with one local slave process per RBM. With
+// reliability.checkpoint_every > 0 the slaves checkpoint into a JetStream
+// object store (the embedded server keeps it in out/jetstream), a lost
+// slave is replaced (a local one restarted), and an interrupted run resumes
+// when `master run` is pointed at the same output folder.
 func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out string, train *data.Set, stageCfgs []pipeline.StageConfig, shuffleSeed uint64, hooks pipeline.Hooks) (*trained, error) {
 	log := opt.Logger
+	rel := cfg.Reliability
+	state, err := openRunState(out, cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	url := cfg.Cluster.NatsURL
+	storeDir := filepath.Join(out, "jetstream")
 	if url == "" {
-		emb, err := natsnet.StartEmbedded()
+		eo := natsnet.EmbeddedOptions{}
+		if rel.CheckpointEvery > 0 {
+			eo.StoreDir = storeDir
+		}
+		emb, err := natsnet.StartEmbeddedWith(eo)
 		if err != nil {
 			return nil, err
 		}
 		defer emb.Shutdown()
 		url = emb.URL()
-		log.Info("embedded NATS server started", "url", url)
+		log.Info("embedded NATS server started", "url", url, "jetstream", eo.StoreDir)
 	}
 	nc, err := natsnet.Connect(url, "pipedbn-master")
 	if err != nil {
@@ -54,10 +71,25 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	}
 	defer nc.Drain()
 
+	var store natsnet.Store
+	var js *natsnet.JetStreamStore
+	if rel.CheckpointEvery > 0 {
+		if js, err = natsnet.OpenJetStreamStore(ctx, nc, state.RunID); err != nil {
+			log.Warn("no JetStream: checkpoints stay in the master's memory; a lost slave can be replaced, an interrupted master cannot resume", "error", err)
+			store = natsnet.NewMemStore()
+		} else {
+			store = js
+		}
+	}
+	if state.Resume {
+		log.Info("resuming the interrupted run", "run", state.RunID, "output", out, "store", store.Where())
+	}
+
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var local *localSlaves
 	if cfg.Cluster.Slaves == 0 {
-		local, err := startLocalSlaves(ctx, cfg, opt, url, out, len(stageCfgs), cancel)
+		local, err = startLocalSlaves(ctx, cfg, opt, url, out, len(stageCfgs), cancel)
 		if err != nil {
 			return nil, err
 		}
@@ -65,23 +97,60 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	} else {
 		log.Info("waiting for slaves", "want", len(stageCfgs), "nats", url, "timeout", cfg.Cluster.JoinTimeout)
 	}
-	res, err := natsnet.NewMaster(nc, log.Named("cluster")).Run(ctx, natsnet.Plan{
-		RunID:       runID(cfg.Name),
-		Stages:      stageCfgs,
-		Data:        train.X,
-		N:           train.N,
-		ShuffleSeed: shuffleSeed,
-		Credits:     cfg.Cluster.Credits,
-		JoinTimeout: cfg.Cluster.JoinTimeout,
-		Hooks:       hooks,
-	})
+	saver := newSaver(out, stageCfgs, log)
+	var (
+		mu         sync.Mutex
+		recoveries []Recovery
+	)
+	plan := natsnet.Plan{
+		RunID:           state.RunID,
+		Stages:          stageCfgs,
+		Data:            train.X,
+		N:               train.N,
+		ShuffleSeed:     shuffleSeed,
+		Credits:         cfg.Cluster.Credits,
+		JoinTimeout:     cfg.Cluster.JoinTimeout,
+		Hooks:           hooks,
+		LostAfter:       rel.LostAfter,
+		CheckpointEvery: rel.CheckpointEvery,
+		Store:           store,
+		Resume:          state.Resume,
+		Lost: func(rbm int, slave string, silent time.Duration) {
+			log.Warn("slave lost; replacing it", "slave", slave, "rbm", rbm, "silent", silent.Round(100*time.Millisecond))
+		},
+		Recovered: func(r natsnet.Recovery) {
+			mu.Lock()
+			recoveries = append(recoveries, Recovery{
+				RBM: r.RBM, Lost: r.Lost, Replacement: r.Replacement, SilentSeconds: r.Silent.Seconds(),
+				ResumedAtWindow: r.ResumedAtWindow, ResumedAtBatch: r.ResumedAtBatch,
+				LostAtBatch: r.LostAtBatch, RedoneBatches: r.Redone,
+			})
+			mu.Unlock()
+		},
+		Checkpointed: saver.checkpointed,
+	}
+	if local != nil {
+		plan.Respawn = local.restart
+	}
+	if rel.SaveEvery > 0 && rel.CheckpointEvery > 0 {
+		stopSaving := saver.every(rel.SaveEvery)
+		defer stopSaving()
+	}
+	res, err := natsnet.NewMaster(nc, log.Named("cluster")).Run(ctx, plan)
 	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && cause != context.Canceled && ctx.Err() != nil {
+		cause := context.Cause(ctx)
+		if errors.Is(err, context.Canceled) && errors.Is(cause, context.Canceled) {
+			if rel.CheckpointEvery > 0 {
+				log.Warn("interrupted: the checkpoints are stored; run `master run` with the same config and output to resume", "output", out)
+			}
+			return nil, cause
+		}
+		if cause != nil && ctx.Err() != nil {
 			return nil, cause
 		}
 		return nil, err
 	}
-	t := &trained{}
+	t := &trained{resumed: state.Resume, recoveries: recoveries}
 	for _, r := range res {
 		s := r.Stats
 		t.rbms = append(t.rbms, r.RBM)
@@ -91,21 +160,50 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 			WaitSeconds: (s.WaitInput + s.WaitCredit).Seconds(), BytesIn: r.BytesIn, BytesOut: r.BytesOut,
 		})
 	}
+	// Pre-training is complete: the checkpoints are no longer needed.
+	if js != nil {
+		if err := js.Destroy(context.Background()); err != nil {
+			log.Warn("cannot delete the run's checkpoints", "store", js.Where(), "error", err)
+		}
+	}
+	if err := state.finish(); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
 // localSlaves are the slave processes the master starts for itself.
 type localSlaves struct {
-	cmds   []*exec.Cmd
-	groups []*cpuGroup
-	exited sync.WaitGroup
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	log      hclog.Logger
+	command  []string
+	url, out string
+	threads  int
+	cpus     float64
+	colocate bool
+	joinWait time.Duration
+	embedded bool
+	lenient  bool // a slave that dies is replaced, not fatal
+	shared   *cpuGroup
+
+	mu       sync.Mutex
+	cmds     map[int]*exec.Cmd
+	restarts map[int]int
+	groups   []*cpuGroup
+	exited   sync.WaitGroup
 }
+
+// maxRestarts bounds how often the master restarts one RBM's local slave:
+// a slave that keeps dying has a problem a restart does not fix.
+const maxRestarts = 3
 
 // startLocalSlaves starts n `slave` processes on url, each capped at
 // cluster.cpus_per_worker CPUs where a cgroup can be made (with
 // cluster.colocate, all of them together in one group of that many CPUs: one
-// machine), with their logs in out/slave-<i>.log. A slave that exits with an
-// error cancels ctx with a cause naming it and its log.
+// machine), with their logs in out/slave-<i>.log. Without checkpoints, a
+// slave that exits with an error cancels ctx with a cause naming it and its
+// log; with them, the master notices the loss and restarts it.
 func startLocalSlaves(ctx context.Context, cfg *config.Config, opt Options, url, out string, n int, cancel context.CancelCauseFunc) (*localSlaves, error) {
 	log := opt.Logger
 	command := opt.SlaveCommand
@@ -126,8 +224,11 @@ func startLocalSlaves(ctx context.Context, cfg *config.Config, opt Options, url,
 	case cpus > 0:
 		threads = workerThreads(cpus)
 	}
-	ls := &localSlaves{}
-	var shared *cpuGroup
+	ls := &localSlaves{
+		ctx: ctx, cancel: cancel, log: log, command: command, url: url, out: out, threads: threads,
+		cpus: cpus, colocate: colocate, joinWait: cfg.Cluster.JoinTimeout, embedded: cfg.Cluster.NatsURL == "",
+		lenient: cfg.Reliability.CheckpointEvery > 0, cmds: map[int]*exec.Cmd{}, restarts: map[int]int{},
+	}
 	if colocate {
 		g, err := newCPUGroup(fmt.Sprintf("pipedbn-%d-local", os.Getpid()), cpus)
 		if err != nil {
@@ -136,55 +237,15 @@ func startLocalSlaves(ctx context.Context, cfg *config.Config, opt Options, url,
 			}
 			log.Warn("cannot cap the local slaves' CPUs; they run uncapped", "cpus_per_worker", cpus, "colocate", true, "error", err)
 		} else {
-			shared = g
+			ls.shared = g
 			ls.groups = append(ls.groups, g)
 		}
 	}
 	for i := 1; i <= n; i++ {
-		name := fmt.Sprintf("local-%d", i)
-		logPath := filepath.Join(out, fmt.Sprintf("slave-%d.log", i))
-		logFile, err := os.Create(logPath)
-		if err != nil {
+		if err := ls.start(i, false); err != nil {
 			ls.stop()
 			return nil, err
 		}
-		args := append(append([]string{}, command[1:]...), "--nats", url, "--name", name,
-			"--threads", strconv.Itoa(threads), "--join-timeout", cfg.Cluster.JoinTimeout.String())
-		cmd := exec.Command(command[0], args...)
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		cmd.Env = append(slaveEnv(cfg.Cluster.NatsURL == ""), "GOMAXPROCS="+strconv.Itoa(threads))
-		// A local slave must not outlive its master, even a killed one.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-		if err := cmd.Start(); err != nil {
-			logFile.Close()
-			ls.stop()
-			return nil, fmt.Errorf("start local slave %s (%s): %w", name, command[0], err)
-		}
-		ls.cmds = append(ls.cmds, cmd)
-		switch {
-		case shared != nil:
-			if err := shared.add(cmd.Process.Pid); err != nil {
-				log.Warn("cannot cap a local slave's CPUs; it runs uncapped", "slave", name, "cpus_per_worker", cpus, "colocate", true, "error", err)
-			}
-		case cpus > 0 && !colocate:
-			g, err := newCPUGroup(fmt.Sprintf("pipedbn-%d-%s", os.Getpid(), name), cpus)
-			if err == nil {
-				err = g.add(cmd.Process.Pid)
-				ls.groups = append(ls.groups, g)
-			}
-			if err != nil {
-				log.Warn("cannot cap a local slave's CPUs; it runs uncapped", "slave", name, "cpus_per_worker", cpus, "error", err)
-			}
-		}
-		ls.exited.Add(1)
-		go func() {
-			defer ls.exited.Done()
-			err := cmd.Wait()
-			logFile.Close()
-			if err != nil && ctx.Err() == nil {
-				cancel(fmt.Errorf("local slave %s failed: %v (its log: %s)", name, err, logPath))
-			}
-		}()
 	}
 	if colocate {
 		log.Info("local slaves started", "count", n, "threads_each", threads, "cpus_shared", cpus, "logs", out)
@@ -194,20 +255,108 @@ func startLocalSlaves(ctx context.Context, cfg *config.Config, opt Options, url,
 	return ls, nil
 }
 
+// start starts local slave i, its log in out/slave-<i>.log (appended to
+// on a restart).
+func (ls *localSlaves) start(i int, again bool) error {
+	name := fmt.Sprintf("local-%d", i)
+	logPath := filepath.Join(ls.out, fmt.Sprintf("slave-%d.log", i))
+	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if again {
+		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	logFile, err := os.OpenFile(logPath, flags, 0o644)
+	if err != nil {
+		return err
+	}
+	args := append(append([]string{}, ls.command[1:]...), "--nats", ls.url, "--name", name,
+		"--threads", strconv.Itoa(ls.threads), "--join-timeout", ls.joinWait.String())
+	cmd := exec.Command(ls.command[0], args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(slaveEnv(ls.embedded), "GOMAXPROCS="+strconv.Itoa(ls.threads))
+	// A local slave must not outlive its master, even a killed one.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start local slave %s (%s): %w", name, ls.command[0], err)
+	}
+	ls.mu.Lock()
+	ls.cmds[i] = cmd
+	ls.mu.Unlock()
+	switch {
+	case ls.shared != nil:
+		if err := ls.shared.add(cmd.Process.Pid); err != nil {
+			ls.log.Warn("cannot cap a local slave's CPUs; it runs uncapped", "slave", name, "cpus_per_worker", ls.cpus, "colocate", true, "error", err)
+		}
+	case ls.cpus > 0 && !ls.colocate:
+		g, err := newCPUGroup(fmt.Sprintf("pipedbn-%d-%s-%d", os.Getpid(), name, cmd.Process.Pid), ls.cpus)
+		if err == nil {
+			err = g.add(cmd.Process.Pid)
+			ls.mu.Lock()
+			ls.groups = append(ls.groups, g)
+			ls.mu.Unlock()
+		}
+		if err != nil {
+			ls.log.Warn("cannot cap a local slave's CPUs; it runs uncapped", "slave", name, "cpus_per_worker", ls.cpus, "error", err)
+		}
+	}
+	ls.exited.Add(1)
+	go func() {
+		defer ls.exited.Done()
+		err := cmd.Wait()
+		logFile.Close()
+		if err != nil && ls.ctx.Err() == nil {
+			if ls.lenient {
+				ls.log.Warn("local slave exited; the master replaces it once it notices", "slave", name, "error", err, "log", logPath)
+				return
+			}
+			ls.cancel(fmt.Errorf("local slave %s failed: %v (its log: %s)", name, err, logPath))
+		}
+	}()
+	return nil
+}
+
+// restart is the master's Respawn for local slaves: it makes sure the lost
+// slave of RBM rbm is gone and starts a new one under its name.
+func (ls *localSlaves) restart(rbm int, lost string) error {
+	i, err := strconv.Atoi(strings.TrimPrefix(lost, "local-"))
+	if err != nil {
+		return fmt.Errorf("%s is no local slave", lost)
+	}
+	ls.mu.Lock()
+	ls.restarts[i]++
+	n := ls.restarts[i]
+	old := ls.cmds[i]
+	ls.mu.Unlock()
+	if n > maxRestarts {
+		return fmt.Errorf("local slave %s (rbm %d) was lost %d times; see %s", lost, rbm, n, filepath.Join(ls.out, fmt.Sprintf("slave-%d.log", i)))
+	}
+	if old != nil && old.ProcessState == nil {
+		old.Process.Kill()
+	}
+	ls.log.Info("restarting local slave", "slave", lost, "rbm", rbm, "restart", n)
+	return ls.start(i, true)
+}
+
 // stop waits a little for the slaves to finish, then terminates the rest.
 func (ls *localSlaves) stop() {
 	done := make(chan struct{})
 	go func() { ls.exited.Wait(); close(done) }()
+	ls.mu.Lock()
+	cmds := make([]*exec.Cmd, 0, len(ls.cmds))
+	for _, c := range ls.cmds {
+		cmds = append(cmds, c)
+	}
+	ls.mu.Unlock()
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
-		for _, c := range ls.cmds {
+		for _, c := range cmds {
 			c.Process.Signal(syscall.SIGTERM)
 		}
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):
-			for _, c := range ls.cmds {
+			for _, c := range cmds {
 				c.Process.Kill()
 			}
 			<-done

@@ -31,6 +31,30 @@ type Result struct {
 	Colocate bool `json:"colocate,omitempty"`
 	// Config is the path of the config the run was read from.
 	Config string `json:"config"`
+	// CheckpointEvery is reliability.checkpoint_every (C) of a pipelined
+	// run over NATS; Resumed says the run resumed an interrupted one;
+	// Recoveries lists the slaves lost and replaced during the run.
+	CheckpointEvery int        `json:"checkpoint_every,omitempty"`
+	Resumed         bool       `json:"resumed,omitempty"`
+	Recoveries      []Recovery `json:"recoveries,omitempty"`
+}
+
+// Recovery is one lost slave and its replacement.
+type Recovery struct {
+	RBM         int    `json:"rbm"`
+	Lost        string `json:"lost"`
+	Replacement string `json:"replacement"`
+	// SilentSeconds is how long the slave had said nothing when it was
+	// declared lost.
+	SilentSeconds float64 `json:"silent_seconds"`
+	// ResumedAtWindow and ResumedAtBatch locate the checkpoint the
+	// replacement resumed from; LostAtBatch is the lost slave's last
+	// reported mini-batch count, RedoneBatches the difference (at least:
+	// it may have trained a little more since that report).
+	ResumedAtWindow int `json:"resumed_at_window"`
+	ResumedAtBatch  int `json:"resumed_at_batch"`
+	LostAtBatch     int `json:"lost_at_batch"`
+	RedoneBatches   int `json:"redone_batches"`
 }
 
 // DataInfo describes the data a run trained and tested on.

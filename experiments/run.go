@@ -187,6 +187,10 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 	res.PretrainSeconds = time.Since(start).Seconds()
 	res.RBMs = trained.results
+	res.Resumed, res.Recoveries = trained.resumed, trained.recoveries
+	if cfg.Pretrain.Mode == "pipelined" && cfg.Cluster.Transport == "nats" {
+		res.CheckpointEvery = cfg.Reliability.CheckpointEvery
+	}
 	for i, e := range finalRecon(trained.rbms, train.X, train.N) {
 		res.RBMs[i].FinalReconError = e
 	}
@@ -240,6 +244,9 @@ func workerThreads(cpus float64) int {
 type trained struct {
 	rbms    []*rbm.RBM
 	results []RBMResult
+	// resumed and recoveries: see Result.
+	resumed    bool
+	recoveries []Recovery
 }
 
 // pretrain runs the pre-training schedule cfg names.

@@ -986,7 +986,12 @@ func (r *run) watch(ctx context.Context) {
 							ErrSlaveLost, r.slaves[i], i, now.Sub(at).Round(100*time.Millisecond))
 						break
 					}
-					r.vacant[i] = &vacancy{lost: r.slaves[i], since: now, silent: now.Sub(at), lostAtBatch: r.batches[i]}
+					// Its last word: a status report, or a checkpoint sent after it.
+					lostAt := r.batches[i]
+					if w := latestOf(r.stored[i]); w >= 0 {
+						lostAt = max(lostAt, r.stored[i][w])
+					}
+					r.vacant[i] = &vacancy{lost: r.slaves[i], since: now, silent: now.Sub(at), lostAtBatch: lostAt}
 					lost = append(lost, i)
 				}
 			}

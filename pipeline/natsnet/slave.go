@@ -80,7 +80,7 @@ var ErrStopped = errors.New("stopped by the master")
 // credentials and the environment variable CredentialsEnv names a file of
 // one identity, Connect connects as that identity.
 func Connect(url, name string, opts ...nats.Option) (*nats.Conn, error) {
-	all := append([]nats.Option{nats.Name(name), nats.Timeout(5 * time.Second), nats.MaxReconnects(-1)}, opts...)
+	all := append([]nats.Option{nats.Name(name), nats.Timeout(5 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}, opts...)
 	if !hasAuth(opts) {
 		env, err := envCredentials()
 		if err != nil {

@@ -109,6 +109,7 @@ func (s *MemStore) Where() string { return "the master's memory" }
 // per run: every Put is acknowledged by the server once written, and it
 // survives restarts of the master and (with file storage) of the server.
 type JetStreamStore struct {
+	js     jetstream.JetStream
 	obs    jetstream.ObjectStore
 	bucket string
 }
@@ -132,7 +133,7 @@ func OpenJetStreamStore(ctx context.Context, nc *nats.Conn, runID string) (*JetS
 	if err != nil {
 		return nil, fmt.Errorf("JetStream object store %s on %s: %w", bucket, nc.ConnectedUrlRedacted(), err)
 	}
-	return &JetStreamStore{obs: obs, bucket: bucket}, nil
+	return &JetStreamStore{js: js, obs: obs, bucket: bucket}, nil
 }
 
 // Put implements Store.
@@ -180,3 +181,8 @@ func (s *JetStreamStore) List(ctx context.Context) ([]string, error) {
 
 // Where implements Store.
 func (s *JetStreamStore) Where() string { return "JetStream object store " + s.bucket }
+
+// Destroy deletes the bucket and everything in it: the run is complete.
+func (s *JetStreamStore) Destroy(ctx context.Context) error {
+	return s.js.DeleteObjectStore(ctx, s.bucket)
+}

@@ -1,0 +1,181 @@
+package experiments
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline"
+)
+
+// RunStateFile, in a run's output folder, records the pipelined run under
+// way there, so that `master run` with the same config and output resumes
+// it after an interruption.
+const RunStateFile = "run-state.json"
+
+// runState is what RunStateFile holds.
+type runState struct {
+	RunID      string `json:"run_id"`
+	ConfigHash string `json:"config_hash"`
+	// State is "pretraining" until the pre-trained weights are collected,
+	// then "pretrained".
+	State   string `json:"state"`
+	Started string `json:"started"`
+
+	path   string
+	Resume bool `json:"-"`
+}
+
+// configHash identifies what a run computes: the config less where it was
+// read from and where it writes.
+func configHash(cfg *config.Config) string {
+	c := *cfg
+	c.File, c.Output.Dir = "", ""
+	b, _ := json.Marshal(c)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// openRunState reads the output folder's run state: an interrupted run of
+// the same config is resumed; anything else starts a new run.
+func openRunState(out string, cfg *config.Config, log hclog.Logger) (*runState, error) {
+	path := filepath.Join(out, RunStateFile)
+	hash := configHash(cfg)
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("output.dir = %q: %w", out, err)
+	default:
+		var old runState
+		if err := json.Unmarshal(b, &old); err != nil || old.RunID == "" {
+			log.Warn("unreadable run state; starting a new run", "file", path, "error", err)
+			break
+		}
+		if old.State != "pretraining" {
+			break
+		}
+		if old.ConfigHash != hash {
+			log.Warn("the output folder holds an interrupted run of another config; starting a new run", "file", path, "run", old.RunID)
+			break
+		}
+		if cfg.Reliability.CheckpointEvery == 0 {
+			log.Warn("the output folder holds an interrupted run, but reliability.checkpoint_every = 0 leaves nothing to resume from; starting a new run", "run", old.RunID)
+			break
+		}
+		old.path, old.Resume = path, true
+		return &old, nil
+	}
+	s := &runState{RunID: runID(cfg.Name), ConfigHash: hash, State: "pretraining", Started: time.Now().UTC().Format(time.RFC3339), path: path}
+	return s, s.write()
+}
+
+func (s *runState) write() error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(s.path, append(b, '\n'))
+}
+
+// finish records that the run's pre-training is complete.
+func (s *runState) finish() error {
+	s.State = "pretrained"
+	return s.write()
+}
+
+// saver keeps the latest checkpointed weights of every RBM and writes them
+// to weights.npz now and then: a long run's progress is on disk, readable
+// with numpy.load, before it ends (Lens saves weights periodically).
+type saver struct {
+	path string
+	cfgs []pipeline.StageConfig
+	log  hclog.Logger
+
+	mu      sync.Mutex
+	latest  map[int]*messages.Checkpoint
+	changed bool
+}
+
+func newSaver(out string, cfgs []pipeline.StageConfig, log hclog.Logger) *saver {
+	return &saver{path: filepath.Join(out, "weights.npz"), cfgs: cfgs, log: log, latest: map[int]*messages.Checkpoint{}}
+}
+
+// checkpointed is the master's Checkpointed hook.
+func (s *saver) checkpointed(rbm, windows, batches int, payload []byte) {
+	m, err := messages.Decode(payload)
+	c, ok := m.(*messages.Checkpoint)
+	if err != nil || !ok || c.Windows == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.latest[rbm] = c
+	s.changed = true
+	s.mu.Unlock()
+}
+
+// save writes the latest checkpointed weights, if any came since the last
+// save: W<i> and b<i> of every RBM checkpointed so far, a1 with RBM_1.
+func (s *saver) save() error {
+	s.mu.Lock()
+	if !s.changed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.changed = false
+	var arrays []Array
+	var windows []int
+	for i := 1; i <= len(s.cfgs); i++ {
+		c := s.latest[i]
+		if c == nil {
+			continue
+		}
+		arrays = append(arrays,
+			Array{Name: fmt.Sprintf("W%d", i), Rows: c.Visible, Cols: c.Hidden, Data: c.W},
+			Array{Name: fmt.Sprintf("b%d", i), Rows: c.Hidden, Data: c.B})
+		if i == 1 {
+			arrays = append(arrays, Array{Name: "a1", Rows: c.Visible, Data: c.A})
+		}
+		windows = append(windows, c.Windows)
+	}
+	s.mu.Unlock()
+	if err := writeWeights(s.path, arrays); err != nil {
+		return err
+	}
+	s.log.Info("weights.npz refreshed from the latest checkpoints", "path", s.path, "windows", fmt.Sprint(windows))
+	return nil
+}
+
+// every saves every d until the returned function is called.
+func (s *saver) every(d time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := s.save(); err != nil {
+					s.log.Warn("cannot refresh weights.npz", "error", err)
+				}
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
