@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -238,6 +239,7 @@ func TestPublishRefused(t *testing.T) {
 		{slave1, "pipedbn.ctl.slave-1"},
 		{slave1, "_INBOX.forged"},
 		{slave1, "$JS.API.INFO"},
+		{slave1, "$O.pipedbn-run-1.C.forged"}, // the master's checkpoints
 		{master, "pipedbn.data.run-1.slave-1"},
 		{master, "pipedbn.report.run-1.slave-1"},
 		{master, "pipedbn.credit.run-1.slave-1"},
@@ -424,13 +426,23 @@ func TestPipelinedRunOnSecuredServer(t *testing.T) {
 	}
 	for run := 1; run <= 2; run++ {
 		rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+		runID := fmt.Sprintf("secured-%d", run)
+		// The master keeps the checkpoints in JetStream, in its own account.
+		store, err := natsnet.OpenJetStreamStore(rctx, nc, runID)
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
 		res, err := natsnet.NewMaster(nc, log.Named("master")).Run(rctx, natsnet.Plan{
-			RunID: fmt.Sprintf("secured-%d", run), Stages: stages, Data: x, N: n, ShuffleSeed: 3,
-			Credits: 2, JoinTimeout: 30 * time.Second,
+			RunID: runID, Stages: stages, Data: x, N: n, ShuffleSeed: 3,
+			Credits: 2, JoinTimeout: 30 * time.Second, CheckpointEvery: 2, Store: store,
 		})
 		rcancel()
 		if err != nil {
 			t.Fatalf("run %d: %v\nlogs:\n%s", run, err, logs.String())
+		}
+		stored, err := store.List(ctx)
+		if err != nil || !slices.ContainsFunc(stored, func(n string) bool { return strings.HasPrefix(n, "rbm-") }) {
+			t.Errorf("run %d: store holds %v, %v; want checkpoints", run, stored, err)
 		}
 		names := map[string]bool{}
 		for i, r := range res {
