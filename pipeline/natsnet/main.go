@@ -14,7 +14,7 @@ import (
 )
 
 // SlaveUsage is the slave command's synopsis.
-const SlaveUsage = "usage: slave [--nats URL] [--name NAME] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--window-delay 0s] [--log-level info]\n"
+const SlaveUsage = "usage: slave [--nats URL] [--name NAME] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--window-delay 0s] [--status-every 1s] [--log-level info]\n"
 
 // ErrUsage marks a bad slave command line.
 var ErrUsage = errors.New("usage")
@@ -34,6 +34,7 @@ func SlaveMain(ctx context.Context, args []string, stderr io.Writer) error {
 	join := fs.Duration("join-timeout", 60*time.Second, "how long to wait for a master to answer and assign an RBM")
 	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	delay := fs.Duration("window-delay", 0, "sleep this long after every window, to emulate a slower machine")
+	statusEvery := fs.Duration("status-every", time.Second, "how often to report status (the master's heartbeat)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -61,7 +62,7 @@ func SlaveMain(ctx context.Context, args []string, stderr io.Writer) error {
 		logName += "." + *name
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: logName, Level: lvl, Output: stderr})
-	opt := SlaveOptions{URL: *url, Name: *name, Credentials: creds, Threads: *threads, JoinTimeout: *join, Logger: log, WindowDelay: *delay}
+	opt := SlaveOptions{URL: *url, Name: *name, Credentials: creds, Threads: *threads, JoinTimeout: *join, Logger: log, WindowDelay: *delay, StatusEvery: *statusEvery}
 	if *serve {
 		return ServeSlave(ctx, opt)
 	}

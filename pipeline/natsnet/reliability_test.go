@@ -83,7 +83,7 @@ func newProcs(t *testing.T, url string) *procs {
 }
 
 func (p *procs) start(name string) error {
-	cmd := exec.Command(slaveBin, "--nats", p.url, "--name", name, "--threads", "1", "--join-timeout", "30s", "--window-delay", "25ms")
+	cmd := exec.Command(slaveBin, "--nats", p.url, "--name", name, "--threads", "1", "--join-timeout", "30s", "--window-delay", "25ms", "--status-every", "100ms")
 	var log bytes.Buffer
 	cmd.Stderr = &log
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
