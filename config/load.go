@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/viper"
@@ -45,11 +46,11 @@ func Load(path string, sets []string) (*Config, error) {
 			return nil, fmt.Errorf("config %s: --set %q: want key=value", path, s)
 		}
 		if !knownKey(key) {
-			return nil, fmt.Errorf("config %s: --set %s: unknown key (known: %s)", path, key, strings.Join(Keys(), ", "))
+			return nil, fmt.Errorf("config %s: --set %s: unknown key (known: %s)", path, noBreaks(key), strings.Join(Keys(), ", "))
 		}
 		var val any
 		if err := yaml.Unmarshal([]byte(raw), &val); err != nil {
-			return nil, fmt.Errorf("config %s: --set %s=%s: value is not valid YAML: %s", path, key, raw, oneLine(err.Error()))
+			return nil, fmt.Errorf("config %s: --set %s=%s: value is not valid YAML: %s", path, key, noBreaks(raw), oneLine(err.Error()))
 		}
 		if val == nil {
 			val = ""
@@ -107,19 +108,20 @@ func decodeMessage(err error, get func(string) any) string {
 				if g[1] != "" {
 					k = g[1] + "." + k
 				}
-				keys = append(keys, k)
+				keys = append(keys, noBreaks(k))
 			}
 		}
 		return "unknown key " + strings.Join(keys, ", ")
 	}
 	var lines []string
-	for _, l := range strings.Split(msg, "\n") {
+	for _, l := range strings.FieldsFunc(msg, func(r rune) bool { return r == '\n' || r == '\r' }) {
 		l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "*"))
 		if l == "" || strings.HasPrefix(l, "decoding failed") || strings.HasSuffix(l, "error(s) decoding:") {
 			continue
 		}
 		if m := keyReason.FindStringSubmatch(l); m != nil {
-			l = fmt.Sprintf("%s = %v: %s", m[1], format(get(m[1])), m[2])
+			// A map or list value may hold strings with line breaks.
+			l = fmt.Sprintf("%s = %s: %s", m[1], noBreaks(fmt.Sprint(format(get(m[1])))), m[2])
 		}
 		lines = append(lines, l)
 	}
@@ -127,3 +129,11 @@ func decodeMessage(err error, get func(string) any) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// noBreaks quotes s if it holds a line break, so that an error stays one line.
+func noBreaks(s string) string {
+	if strings.ContainsAny(s, "\n\r") {
+		return strconv.Quote(s)
+	}
+	return s
+}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"unicode"
 )
 
 // Problem is one invalid value: its key, the value found and what is wrong.
@@ -68,8 +69,8 @@ func (c *Config) Validate() error {
 		}
 	}
 
-	if c.Name == "" || strings.ContainsAny(c.Name, `/\`) || c.Name == "." || c.Name == ".." {
-		bad("name", c.Name, "must be a non-empty name without path separators (it names the output folder)")
+	if c.Name == "" || strings.ContainsAny(c.Name, `/\`) || c.Name == "." || c.Name == ".." || strings.ContainsFunc(c.Name, unicode.IsControl) {
+		bad("name", c.Name, "must be a non-empty name without path separators or control characters (it names the output folder)")
 	}
 
 	oneOf("data.source", c.Data.Source, "fashion-mnist", "idx", "synthetic")
