@@ -70,12 +70,13 @@ func (c *chaosSetup) check(t *testing.T, got []Trained) {
 
 // procs runs slave processes and restarts them on request.
 type procs struct {
-	t    *testing.T
-	url  string
-	mu   sync.Mutex
-	cmds map[string]*exec.Cmd
-	logs map[string]*bytes.Buffer
-	wg   sync.WaitGroup
+	t      *testing.T
+	url    string
+	rename bool
+	mu     sync.Mutex
+	cmds   map[string]*exec.Cmd
+	logs   map[string]*bytes.Buffer
+	wg     sync.WaitGroup
 }
 
 func newProcs(t *testing.T, url string) *procs {
@@ -105,9 +106,14 @@ func (p *procs) kill(name string) {
 	cmd.Process.Signal(syscall.SIGKILL)
 }
 
-// respawn is the Plan's Respawn: a new process under the lost one's name.
+// respawn is the Plan's Respawn: a new process under the lost one's name,
+// or with rename under a new name (as a new slave of a cluster joins), which
+// makes the master relink the lost slave's neighbours to it.
 func (p *procs) respawn(_ int, lost string) error {
 	p.kill(lost)
+	if p.rename {
+		return p.start(lost + "-r")
+	}
 	return p.start(lost)
 }
 
@@ -146,7 +152,9 @@ func TestChaosKilledSlavesAreReplaced(t *testing.T) {
 		victim := 1 + rng.IntN(len(c.cfgs))
 		// A random window past the first checkpoint and before the end.
 		at := c.every + rng.IntN(total-2*c.every)
-		t.Run(fmt.Sprintf("run%d-rbm%d-window%d", run, victim, at), func(t *testing.T) {
+		// Every other replacement joins under a new name.
+		rename := run%2 == 0
+		t.Run(fmt.Sprintf("run%d-rbm%d-window%d-rename=%v", run, victim, at, rename), func(t *testing.T) {
 			srv, err := StartEmbeddedWith(EmbeddedOptions{StoreDir: t.TempDir()})
 			if err != nil {
 				t.Fatal(err)
@@ -162,6 +170,7 @@ func TestChaosKilledSlavesAreReplaced(t *testing.T) {
 				t.Fatal(err)
 			}
 			ps := newProcs(t, srv.URL())
+			ps.rename = rename
 			defer ps.stop()
 			for i := range c.cfgs {
 				if err := ps.start(fmt.Sprintf("c%d", i+1)); err != nil {
@@ -214,6 +223,9 @@ func TestChaosKilledSlavesAreReplaced(t *testing.T) {
 				t.Fatalf("%d recoveries %+v; want 1", len(recs), recs)
 			}
 			r := recs[0]
+			if wantName := victimName + map[bool]string{true: "-r"}[rename]; r.Replacement != wantName || got[victim-1].Slave != wantName {
+				t.Errorf("rbm %d replaced by %s and finished by %s; want %s", victim, r.Replacement, got[victim-1].Slave, wantName)
+			}
 			if r.Redone > c.every*c.k {
 				t.Errorf("replacement redid %d mini-batches; want <= C x K = %d", r.Redone, c.every*c.k)
 			}
