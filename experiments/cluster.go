@@ -43,7 +43,7 @@ func runID(name string) string {
 // object store (the embedded server keeps it in out/jetstream), a lost
 // slave is replaced (a local one restarted), and an interrupted run resumes
 // when `master run` is pointed at the same output folder.
-func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out string, train *data.Set, stageCfgs []pipeline.StageConfig, shuffleSeed uint64, hooks pipeline.Hooks) (*trained, error) {
+func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out string, train *data.Set, stageCfgs []pipeline.StageConfig, shuffleSeed uint64, prog *progress) (*trained, error) {
 	log := opt.Logger
 	rel := cfg.Reliability
 	state, err := openRunState(out, cfg, log)
@@ -110,13 +110,14 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		ShuffleSeed:     shuffleSeed,
 		Credits:         cfg.Cluster.Credits,
 		JoinTimeout:     cfg.Cluster.JoinTimeout,
-		Hooks:           hooks,
+		Hooks:           prog.hooks(),
 		LostAfter:       rel.LostAfter,
 		CheckpointEvery: rel.CheckpointEvery,
 		Store:           store,
 		Resume:          state.Resume,
 		Lost: func(rbm int, slave string, silent time.Duration) {
 			log.Warn("slave lost; replacing it", "slave", slave, "rbm", rbm, "silent", silent.Round(100*time.Millisecond))
+			prog.lost(rbm)
 		},
 		Recovered: func(r natsnet.Recovery) {
 			mu.Lock()

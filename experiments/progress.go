@@ -82,6 +82,17 @@ func (p *progress) hooks() pipeline.Hooks {
 	}
 }
 
+// lost shows RBM i's slave as lost until its replacement reports.
+func (p *progress) lost(i int) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.stats[i-1].State = pipeline.Lost
+	p.changed[i-1] = true
+	p.mu.Unlock()
+}
+
 func rate(s pipeline.Stats) float64 {
 	if s.Busy <= 0 {
 		return 0

@@ -180,7 +180,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 
 	log.Info("pre-training", "mode", cfg.Pretrain.Mode, "layers", fmt.Sprint(cfg.DBN.Layers), "epochs", cfg.Pretrain.Epochs, "batch_size", cfg.Pretrain.BatchSize, "blas", blas.Name(), "threads", cpus)
 	start := time.Now()
-	trained, err := pretrain(ctx, cfg, opt, out, train, stageCfgs, prog.hooks())
+	trained, err := pretrain(ctx, cfg, opt, out, train, stageCfgs, prog)
 	prog.stop()
 	if err != nil {
 		return nil, err
@@ -250,7 +250,8 @@ type trained struct {
 }
 
 // pretrain runs the pre-training schedule cfg names.
-func pretrain(ctx context.Context, cfg *config.Config, opt Options, out string, train *data.Set, stageCfgs []pipeline.StageConfig, hooks pipeline.Hooks) (*trained, error) {
+func pretrain(ctx context.Context, cfg *config.Config, opt Options, out string, train *data.Set, stageCfgs []pipeline.StageConfig, prog *progress) (*trained, error) {
+	hooks := prog.hooks()
 	seeds := make([]uint64, len(stageCfgs))
 	for i := range seeds {
 		seeds[i] = seedFor(cfg.Seed, seedShuffle, i+1)
@@ -276,7 +277,7 @@ func pretrain(ctx context.Context, cfg *config.Config, opt Options, out string, 
 	case cfg.Cluster.Transport == "memory":
 		stages, err = pipeline.Pipelined(ctx, train.X, train.N, stageCfgs, seeds[0], cfg.Cluster.Credits, hooks)
 	default:
-		return pretrainNATS(ctx, cfg, opt, out, train, stageCfgs, seeds[0], hooks)
+		return pretrainNATS(ctx, cfg, opt, out, train, stageCfgs, seeds[0], prog)
 	}
 	if err != nil {
 		return nil, err

@@ -20,9 +20,10 @@ const (
 	WaitingCredit              // waiting for the stage above to free a buffer
 	Done                       // finished all epochs
 	Failed                     // stopped by an error
+	Lost                       // its slave was lost; a replacement is coming
 )
 
-var stateNames = [...]string{"idle", "training", "waiting for input", "waiting for credit", "done", "failed"}
+var stateNames = [...]string{"idle", "training", "waiting for input", "waiting for credit", "done", "failed", "lost: waiting for a replacement"}
 
 func (s State) String() string {
 	if s < 0 || int(s) >= len(stateNames) {
