@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -18,7 +20,9 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/pipedbn/pipedbn/blas"
+	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/rbm"
 )
 
 // chaosSetup is the small pipelined run the reliability tests interrupt: 3
@@ -407,4 +411,62 @@ func TestMasterRestartResumes(t *testing.T) {
 	fmu.Lock()
 	t.Logf("resumed run's first reported mini-batch counts per RBM: %v (of %d)", first, c.epochs*pipeline.BatchesPerEpoch(c.n, c.batch))
 	fmu.Unlock()
+}
+
+// TestDivergenceStopsKeepingTheLastCheckpoint makes RBM_1 explode (Gaussian
+// visible units, learning rate 0.5: NaN after about 40 mini-batches): the
+// run stops with an error saying so, and the store keeps the last good
+// checkpoints, all finite, to resume from with a better learning rate.
+func TestDivergenceStopsKeepingTheLastCheckpoint(t *testing.T) {
+	cfgs := stageConfigs([]int{49, 32, 24}, 3, 10, 2)
+	cfgs[0].Units = rbm.Gaussian
+	cfgs[0].LearningRate = [2]float64{0.5, 0.5}
+	x := examples(5, 600, 49)
+	for i := range x {
+		x[i] = x[i]*4 - 2
+	}
+	srv, nc := serve(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range cfgs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: fmt.Sprintf("d%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second, Logger: testLogger(t)})
+		}()
+	}
+	store := NewMemStore()
+	_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{
+		RunID: "diverge", Stages: cfgs, Data: x, N: 600, ShuffleSeed: 7, Credits: 2,
+		JoinTimeout: 20 * time.Second, CheckpointEvery: 3, Store: store,
+	})
+	cancel()
+	wg.Wait()
+	if err == nil || !strings.Contains(err.Error(), "diverged") {
+		t.Fatalf("Run() = %v; want the divergence of rbm 1", err)
+	}
+	names, _ := store.List(context.Background())
+	var last int
+	for _, n := range names {
+		i, w, ok := parseCheckpointName(n)
+		if !ok || i != 1 {
+			continue
+		}
+		b, _ := store.Get(context.Background(), n)
+		m, err := messages.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range m.(*messages.Checkpoint).W {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				t.Fatalf("checkpoint %s holds %v", n, v)
+			}
+		}
+		last = max(last, w)
+	}
+	if last == 0 {
+		t.Fatalf("no checkpoint of rbm 1 kept: %v", names)
+	}
+	t.Logf("%v; last checkpoint of rbm 1 at window %d", err, last)
 }
