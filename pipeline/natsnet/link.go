@@ -327,6 +327,7 @@ type Receiver struct {
 	durable       atomic.Uint64
 	checkpointing atomic.Bool
 
+	waiting                                    atomic.Bool
 	bytes, rejected, duplicates, gaps, resends atomic.Int64
 	// accepted mirrors next for Stats, which the slave's status reporter
 	// calls while Recv runs.
@@ -418,8 +419,14 @@ func (r *Receiver) grant(resend bool) error {
 	return nil
 }
 
+// Waiting reports whether the Receiver is waiting in Recv: the consumer has
+// handed on everything it trained. Safe to call while Recv runs.
+func (r *Receiver) Waiting() bool { return r.waiting.Load() }
+
 // Recv implements pipeline.Receiver.
 func (r *Receiver) Recv(ctx context.Context) (*pipeline.Window, error) {
+	r.waiting.Store(true)
+	defer r.waiting.Store(false)
 	if r.lastData.IsZero() {
 		r.lastData = time.Now()
 	}

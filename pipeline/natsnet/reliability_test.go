@@ -470,3 +470,56 @@ func TestDivergenceStopsKeepingTheLastCheckpoint(t *testing.T) {
 	}
 	t.Logf("%v; last checkpoint of rbm 1 at window %d", err, last)
 }
+
+// TestStoppedSlaveLeavesCheckpoint sends SIGTERM to one slave in the middle
+// of a run: it stops at a window boundary with a checkpoint and says so, the
+// master replaces it at once, and the replacement redoes nothing.
+func TestStoppedSlaveLeavesCheckpoint(t *testing.T) {
+	c := newChaosSetup(t)
+	srv, nc := serve(t)
+	ps := newProcs(t, srv.URL())
+	defer ps.stop()
+	for i := range c.cfgs {
+		if err := ps.start(fmt.Sprintf("t%d", i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		mu       sync.Mutex
+		stopped  time.Time
+		detected time.Duration
+		recs     []Recovery
+	)
+	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+		RunID: "sigterm", Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
+		Credits: c.credits, JoinTimeout: 30 * time.Second, CheckpointEvery: c.every,
+		Respawn: ps.respawn,
+		Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
+			mu.Lock()
+			defer mu.Unlock()
+			if s.Index == 2 && stopped.IsZero() && s.Batches >= 40 {
+				ps.mu.Lock()
+				ps.cmds[s.Worker].Process.Signal(syscall.SIGTERM)
+				ps.mu.Unlock()
+				stopped = time.Now()
+			}
+		}},
+		Lost: func(int, string, time.Duration) {
+			mu.Lock()
+			detected = time.Since(stopped)
+			mu.Unlock()
+		},
+		Recovered: func(r Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+	})
+	if err != nil {
+		ps.dumpLogs()
+		t.Fatal(err)
+	}
+	c.check(t, got)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(recs) != 1 || recs[0].Redone != 0 {
+		t.Fatalf("recoveries %+v; want one that redoes nothing", recs)
+	}
+	t.Logf("stopped at batch %d, replaced after %s, resumed at window %d", recs[0].LostAtBatch, detected.Round(10*time.Millisecond), recs[0].ResumedAtWindow)
+}

@@ -389,7 +389,11 @@ func trainAssigned(ctx context.Context, nc *nats.Conn, ctlMsgs <-chan messages.M
 	drain := func(reason error) {
 		if draining.CompareAndSwap(false, true) {
 			stopReason.Store(reason)
-			time.AfterFunc(drainGrace, stopTraining)
+			if in.Waiting() {
+				stopTraining() // idle between windows: stop now
+			} else {
+				time.AfterFunc(drainGrace, stopTraining)
+			}
 		}
 	}
 	acked := make(chan uint64, 16)
