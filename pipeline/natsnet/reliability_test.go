@@ -103,6 +103,15 @@ func (p *procs) start(name string) error {
 	return nil
 }
 
+// startAll starts n slaves named prefix1..prefixN.
+func (p *procs) startAll(t *testing.T, prefix string, n int) {
+	for i := 1; i <= n; i++ {
+		if err := p.start(fmt.Sprintf("%s%d", prefix, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func (p *procs) kill(name string) {
 	p.mu.Lock()
 	cmd := p.cmds[name]
@@ -176,11 +185,7 @@ func TestChaosKilledSlavesAreReplaced(t *testing.T) {
 			ps := newProcs(t, srv.URL())
 			ps.rename = rename
 			defer ps.stop()
-			for i := range c.cfgs {
-				if err := ps.start(fmt.Sprintf("c%d", i+1)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			ps.startAll(t, "c", len(c.cfgs))
 			var (
 				mu       sync.Mutex
 				killedAt time.Time
@@ -275,11 +280,7 @@ func TestNATSRestartLosesNothing(t *testing.T) {
 	}
 	ps := newProcs(t, srv.URL())
 	defer ps.stop()
-	for i := range c.cfgs {
-		if err := ps.start(fmt.Sprintf("n%d", i+1)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ps.startAll(t, "n", len(c.cfgs))
 	var once sync.Once
 	restarted := make(chan error, 1)
 	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
@@ -344,11 +345,7 @@ func TestMasterRestartResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ps := newProcs(t, srv.URL())
-	for i := range c.cfgs {
-		if err := ps.start(fmt.Sprintf("a%d", i+1)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ps.startAll(t, "a", len(c.cfgs))
 	ctx, cancel := context.WithCancel(context.Background())
 	plan := Plan{
 		RunID: "resume", Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
@@ -384,11 +381,7 @@ func TestMasterRestartResumes(t *testing.T) {
 	}
 	ps = newProcs(t, srv.URL())
 	defer ps.stop()
-	for i := range c.cfgs {
-		if err := ps.start(fmt.Sprintf("b%d", i+1)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ps.startAll(t, "b", len(c.cfgs))
 	plan.Resume = true
 	var first []int
 	var fmu sync.Mutex
@@ -479,11 +472,7 @@ func TestStoppedSlaveLeavesCheckpoint(t *testing.T) {
 	srv, nc := serve(t)
 	ps := newProcs(t, srv.URL())
 	defer ps.stop()
-	for i := range c.cfgs {
-		if err := ps.start(fmt.Sprintf("t%d", i+1)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ps.startAll(t, "t", len(c.cfgs))
 	var (
 		mu       sync.Mutex
 		stopped  time.Time
