@@ -411,7 +411,7 @@ func (r *run) onRegister(msg *nats.Msg) {
 			}
 		}
 		if rbm == 0 {
-			msg.Respond([]byte("the cluster is full"))
+			msg.Respond([]byte(clusterFull))
 			return
 		}
 		msg.Respond(nil)
@@ -428,7 +428,7 @@ func (r *run) onRegister(msg *nats.Msg) {
 		return
 	}
 	if len(r.joined) >= r.L {
-		msg.Respond([]byte("the cluster is full"))
+		msg.Respond([]byte(clusterFull))
 		return
 	}
 	r.joined = append(r.joined, joined{reg.Name, reg.Host, reg.CPUs})

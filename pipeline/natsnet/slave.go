@@ -203,6 +203,12 @@ type fatalError struct{ error }
 
 func (e fatalError) Unwrap() error { return e.error }
 
+// clusterFull is the master's answer to a registration it needs no slave for.
+const clusterFull = "the cluster is full"
+
+// errClusterFull is returned when the master needs no more slaves now.
+var errClusterFull = errors.New("the master needs no more slaves")
+
 // errNoMaster is returned when no master answered a registration.
 var errNoMaster = errors.New("no master answered")
 
@@ -231,6 +237,9 @@ func ServeSlave(ctx context.Context, opt SlaveOptions) error {
 			continue
 		case errors.Is(err, errNoMaster):
 			log.Info("no master yet; still waiting", "nats", opt.URL)
+		case errors.Is(err, errClusterFull):
+			// A spare: it stands by, and takes over a lost slave's RBM.
+			log.Debug("standing by: the master has all the slaves it needs")
 		default:
 			log.Warn("not trained this time; retrying", "error", err)
 		}
@@ -258,6 +267,9 @@ func register(ctx context.Context, nc *nats.Conn, opt SlaveOptions) error {
 		cancel()
 		if err == nil {
 			if len(reply.Data) > 0 {
+				if string(reply.Data) == clusterFull {
+					return errClusterFull
+				}
 				return fmt.Errorf("the master refused slave %s: %s", opt.Name, reply.Data)
 			}
 			return nil
