@@ -87,8 +87,9 @@ func newProcs(t *testing.T, url string) *procs {
 	return &procs{t: t, url: url, cmds: map[string]*exec.Cmd{}, logs: map[string]*bytes.Buffer{}}
 }
 
-func (p *procs) start(name string) error {
-	cmd := exec.Command(slaveBin, "--nats", p.url, "--name", name, "--threads", "1", "--join-timeout", "30s", "--window-delay", "25ms", "--status-every", "100ms")
+func (p *procs) start(name string, extra ...string) error {
+	args := append([]string{"--nats", p.url, "--name", name, "--threads", "1", "--join-timeout", "30s", "--window-delay", "25ms", "--status-every", "100ms"}, extra...)
+	cmd := exec.Command(slaveBin, args...)
 	var log bytes.Buffer
 	cmd.Stderr = &log
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
@@ -511,4 +512,48 @@ func TestStoppedSlaveLeavesCheckpoint(t *testing.T) {
 		t.Fatalf("recoveries %+v; want one that redoes nothing", recs)
 	}
 	t.Logf("stopped at batch %d, replaced after %s, resumed at window %d", recs[0].LostAtBatch, detected.Round(10*time.Millisecond), recs[0].ResumedAtWindow)
+}
+
+// TestSpareSlaveTakesOver runs a cluster with one slave more than RBMs, all
+// serving (`slave --serve`), and no Respawn: when a slave is SIGKILLed, the
+// spare, which kept asking to join, takes over its RBM under its own name.
+func TestSpareSlaveTakesOver(t *testing.T) {
+	c := newChaosSetup(t)
+	srv, nc := serve(t)
+	ps := newProcs(t, srv.URL())
+	defer ps.stop()
+	for i := 1; i <= len(c.cfgs)+1; i++ {
+		if err := ps.start(fmt.Sprintf("s%d", i), "--serve"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var (
+		mu     sync.Mutex
+		killed string
+		recs   []Recovery
+	)
+	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+		RunID: "spare", Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
+		Credits: c.credits, JoinTimeout: 30 * time.Second, CheckpointEvery: c.every,
+		Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
+			mu.Lock()
+			defer mu.Unlock()
+			if s.Index == 2 && killed == "" && s.Batches >= 30 {
+				killed = s.Worker
+				ps.kill(killed)
+			}
+		}},
+		Recovered: func(r Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+	})
+	if err != nil {
+		ps.dumpLogs()
+		t.Fatal(err)
+	}
+	c.check(t, got)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(recs) != 1 || recs[0].Replacement == killed || got[1].Slave != recs[0].Replacement {
+		t.Fatalf("killed %s; recoveries %+v, rbm 2 finished by %s; want the spare to take over", killed, recs, got[1].Slave)
+	}
+	t.Logf("killed %s; spare %s resumed rbm 2 at window %d", killed, recs[0].Replacement, recs[0].ResumedAtWindow)
 }
