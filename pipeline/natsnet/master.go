@@ -958,7 +958,7 @@ func (r *run) watch(ctx context.Context) {
 	if lostAfter <= 0 {
 		lostAfter = 4 * time.Second
 	}
-	t := time.NewTicker(lostAfter / 8)
+	t := time.NewTicker(lostAfter / 16)
 	defer t.Stop()
 	for {
 		select {
