@@ -151,6 +151,10 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 	go r.storeCheckpoints(r.life)
 	m.nc.SetDisconnectErrHandler(func(*nats.Conn, error) { r.disconnected() })
 	m.nc.SetReconnectHandler(func(*nats.Conn) { r.reconnected() })
+	defer func() {
+		m.nc.SetDisconnectErrHandler(nil)
+		m.nc.SetReconnectHandler(nil)
+	}()
 
 	reg, err := m.nc.Subscribe(RegisterSubject, r.onRegister)
 	if err != nil {
