@@ -28,6 +28,9 @@ const usage = `usage:
   master run   --config FILE [--set key=value]... [--out DIR]   one experiment (greedy or pipelined)
   master sweep --config FILE [--out DIR]                         a grid of experiments + a report
 
+A pipelined run interrupted by Ctrl-C (or a crash) resumes from its checkpoints when
+` + "`master run`" + ` is given the same config and output folder again.
+
 Config keys and defaults: ../shared/CONTRACT.md and configs/ in the repository.
 `
 
