@@ -64,11 +64,11 @@ type Sender struct {
 	sub      *nats.Subscription
 	consumer string
 	upTo     uint64
-	seq      uint64            // the next window's Seq
-	kept     []*messages.Chunk // windows keptFrom..seq-1
+	seq      uint64   // the next window's Seq
+	kept     [][]byte // the encoded windows keptFrom..seq-1
 	keptFrom uint64
 	epoch    int
-	eos      *messages.EndOfStream
+	eos      []byte      // the encoded EndOfStream, once closed
 	resend   chan uint64 // from which Seq to send again
 	changed  chan struct{}
 	stopped  chan struct{}
@@ -165,21 +165,20 @@ func (s *Sender) serveResends() {
 			return
 		}
 		s.mu.Lock()
-		var again []messages.Message
+		var again [][]byte
 		if from >= s.keptFrom {
-			for _, c := range s.kept[from-s.keptFrom:] {
-				again = append(again, c)
-			}
+			again = append(again, s.kept[from-s.keptFrom:]...)
 		}
+		windows := len(again)
 		if s.eos != nil {
 			again = append(again, s.eos)
 		}
 		s.mu.Unlock()
-		for _, m := range again {
-			if s.publish(m) != nil {
+		for i, payload := range again {
+			if s.publish(payload) != nil {
 				break // disconnected: the consumer will ask again
 			}
-			if m.Kind() == messages.KindChunk {
+			if i < windows {
 				s.resent.Add(1)
 			}
 		}
@@ -188,9 +187,9 @@ func (s *Sender) serveResends() {
 
 // Send implements pipeline.Sender: it waits for credit, then encodes w as a
 // Chunk and publishes it in fragments that fit the server's max payload. It
-// keeps a copy until the consumer's checkpoint covers it. A window that
-// cannot be published because the connection is down is not an error: the
-// consumer asks for it again once the connection is back.
+// keeps the encoded window until the consumer's checkpoint covers it. A
+// window that cannot be published because the connection is down is not an
+// error: the consumer asks for it again once the connection is back.
 func (s *Sender) Send(ctx context.Context, w *pipeline.Window) error {
 	for {
 		s.mu.Lock()
@@ -211,29 +210,28 @@ func (s *Sender) Send(ctx context.Context, w *pipeline.Window) error {
 		cols = len(w.X) / rows
 	}
 	s.mu.Lock()
-	chunk := &messages.Chunk{
-		RunID: s.runID, RBM: s.producer, Epoch: w.Epoch, Seq: s.seq,
-		Rows: rows, Cols: cols, Data: append([]float32(nil), w.X...),
-		BatchRows: append([]int(nil), w.Rows...),
-	}
-	if w.Bias != nil {
-		chunk.Bias = append([]float32(nil), w.Bias...)
-	}
-	s.kept = append(s.kept, chunk)
-	s.seq++
-	s.epoch = w.Epoch
+	seq := s.seq
 	s.mu.Unlock()
-	return s.publish(chunk)
-}
-
-// publish encodes m in fragments and publishes them. It reports a lost
-// connection as success: the window is kept, and asked for again.
-func (s *Sender) publish(m messages.Message) error {
-	parts, err := messages.EncodeParts(m, s.maxPart, s.msgID.Add(1))
+	payload, err := messages.Encode(&messages.Chunk{
+		RunID: s.runID, RBM: s.producer, Epoch: w.Epoch, Seq: seq,
+		Rows: rows, Cols: cols, Data: w.X, BatchRows: w.Rows, Bias: w.Bias,
+	})
 	if err != nil {
 		return err
 	}
-	for _, p := range parts {
+	s.mu.Lock()
+	s.kept = append(s.kept, payload)
+	s.seq++
+	s.epoch = w.Epoch
+	s.mu.Unlock()
+	return s.publish(payload)
+}
+
+// publish sends an encoded message in fragments, each with a fresh message
+// id (a receiver drops fragments of ids it has completed). It reports a lost
+// connection as success: the window is kept, and asked for again.
+func (s *Sender) publish(payload []byte) error {
+	for _, p := range messages.Split(payload, s.maxPart, s.msgID.Add(1)) {
 		if err := s.nc.Publish(s.subject, p); err != nil {
 			if disconnected(s.nc, err) {
 				return nil
@@ -255,9 +253,12 @@ func disconnected(nc *nats.Conn, err error) bool {
 // Sender goes on answering resend requests until Stop.
 func (s *Sender) Close(ctx context.Context) error {
 	s.mu.Lock()
-	s.eos = &messages.EndOfStream{RunID: s.runID, RBM: s.producer, Epoch: s.epoch, Windows: s.seq}
-	eos := s.eos
+	eos, err := messages.Encode(&messages.EndOfStream{RunID: s.runID, RBM: s.producer, Epoch: s.epoch, Windows: s.seq})
+	s.eos = eos
 	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	if err := s.publish(eos); err != nil {
 		return err
 	}
