@@ -270,7 +270,7 @@ func TestNATSRestartLosesNothing(t *testing.T) {
 	}
 	var smu sync.Mutex
 	defer func() { smu.Lock(); srv.Shutdown(); smu.Unlock() }()
-	nc, err := nats.Connect(srv.URL(), nats.MaxReconnects(-1), nats.ReconnectWait(200*time.Millisecond))
+	nc, err := Connect(srv.URL(), "master")
 	if err != nil {
 		t.Fatal(err)
 	}

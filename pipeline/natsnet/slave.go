@@ -80,7 +80,11 @@ var ErrStopped = errors.New("stopped by the master")
 // credentials and the environment variable CredentialsEnv names a file of
 // one identity, Connect connects as that identity.
 func Connect(url, name string, opts ...nats.Option) (*nats.Conn, error) {
-	all := append([]nats.Option{nats.Name(name), nats.Timeout(5 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}, opts...)
+	all := append([]nats.Option{nats.Name(name), nats.Timeout(5 * time.Second), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
+		// Nothing relies on the client buffering while it reconnects (it
+		// drops what exceeds its buffer, silently): a message published
+		// then fails at once, and the protocol sends it again.
+		nats.ReconnectBufSize(-1)}, opts...)
 	if !hasAuth(opts) {
 		env, err := envCredentials()
 		if err != nil {
