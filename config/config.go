@@ -159,6 +159,11 @@ type Finetune struct {
 	// Dropout is the probability of dropping a hidden unit from a training
 	// mini-batch; 0 (the default) turns dropout off.
 	Dropout float64 `mapstructure:"dropout"`
+	// InputDropout is the probability of dropping an input value (a pixel)
+	// of a training example from its mini-batch, drawn afresh for every
+	// mini-batch (Hinton et al. 2012's input dropout: a regulariser, not
+	// extra examples); 0 (the default) turns it off.
+	InputDropout float64 `mapstructure:"input_dropout"`
 }
 
 // Output says where results go.
@@ -221,6 +226,7 @@ func Defaults() map[string]any {
 		"finetune.patience":              0,
 		"finetune.init":                  "pretrained",
 		"finetune.dropout":               0.0,
+		"finetune.input_dropout":         0.0,
 		"output.dir":                     "",
 		"reliability.checkpoint_every":   5,
 		"reliability.lost_after":         "4s",

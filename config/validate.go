@@ -161,6 +161,9 @@ func (c *Config) Validate() error {
 	if !(f.Dropout >= 0 && f.Dropout < 1) {
 		bad("finetune.dropout", f.Dropout, "must be a probability in [0, 1)")
 	}
+	if !(f.InputDropout >= 0 && f.InputDropout < 1) {
+		bad("finetune.input_dropout", f.InputDropout, "must be a probability in [0, 1)")
+	}
 
 	atLeast("sweep.repeats", c.Sweep.Repeats, 1)
 	for i, a := range c.Sweep.Vary {

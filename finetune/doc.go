@@ -6,9 +6,9 @@
 // sigmoid units, so its activation is sigmoid(a_{i-1} W_i + b_i) exactly as in
 // pre-training; a softmax output layer on top gives class probabilities.
 // Train then fine-tunes every layer with mini-batch SGD (momentum, weight
-// decay, cross-entropy loss), keeping the weights of the best validation
-// epoch. Random builds the same network with random weights, the
-// no-pre-training baseline.
+// decay, cross-entropy loss, optional dropout of hidden units and of
+// inputs), keeping the weights of the best validation epoch. Random builds
+// the same network with random weights, the no-pre-training baseline.
 //
 // All matrices are row-major float32 and every product goes through
 // blas.Gemm. A Network's layers are plain slices, so that, like the

@@ -16,6 +16,7 @@ const (
 	streamHidden
 	streamShuffle
 	streamDropout
+	streamInputDropout
 )
 
 // outputInitStd is the standard deviation of the output layer's Gaussian

@@ -48,6 +48,13 @@ type Config struct {
 	// by 1/(1-Dropout), so evaluation uses the network as it is); 0 turns
 	// it off. Default 0.
 	Dropout float64
+	// InputDropout, in [0, 1), is the probability that an input value of a
+	// training example is dropped from its mini-batch (set to 0; the kept
+	// values are scaled by 1/(1-InputDropout), so evaluation uses the
+	// inputs as they are): the input-layer dropout of Hinton et al. 2012, a
+	// regulariser drawn afresh for every mini-batch, not extra examples.
+	// 0 turns it off. Default 0.
+	InputDropout float64
 }
 
 // DefaultConfig returns the contract's fine-tuning defaults: 10 epochs,
@@ -91,6 +98,9 @@ func (c Config) Validate() error {
 	}
 	if !(c.Dropout >= 0 && c.Dropout < 1) {
 		bad("Dropout", c.Dropout, "a probability in [0, 1)")
+	}
+	if !(c.InputDropout >= 0 && c.InputDropout < 1) {
+		bad("InputDropout", c.InputDropout, "a probability in [0, 1)")
 	}
 	return errors.Join(errs...)
 }
@@ -237,6 +247,10 @@ func Train(ctx context.Context, net *Network, train, valid *data.Set, cfg Config
 		t.dropout = float32(cfg.Dropout)
 		t.rng = blas.NewRNG(cfg.Seed ^ streamDropout)
 	}
+	if cfg.InputDropout > 0 {
+		t.inputDropout = float32(cfg.InputDropout)
+		t.inputRNG = blas.NewRNG(cfg.Seed ^ streamInputDropout)
+	}
 	var ev *evaluator
 	if valid != nil {
 		ev = newEvaluator(net)
@@ -325,6 +339,11 @@ type trainer struct {
 	// dropout is the hidden units' drop probability; rng draws the masks.
 	dropout float32
 	rng     *blas.RNG
+	// inputDropout is the input values' drop probability; inputRNG draws
+	// their masks into noise (batch x Inputs).
+	inputDropout float32
+	inputRNG     *blas.RNG
+	noise        []float32
 }
 
 func newTrainer(n *Network, batch int) *trainer {
@@ -359,6 +378,9 @@ func newTrainer(n *Network, batch int) *trainer {
 // ok = false, leaving the weights untouched, if the loss is NaN, infinite
 // or above maxLoss, or after an update that made a weight non-finite.
 func (t *trainer) step(rows int, lr, momentum, decay float32) (loss float64, correct int, ok bool) {
+	if t.inputDropout > 0 {
+		t.dropInputs(rows)
+	}
 	t.net.forwardDrop(t.acts, t.x, rows, t.dropout, t.rng)
 	loss, correct = softmaxDeltas(t.acts.logits, rows, t.net.Out.Out, t.labels)
 	if !(loss <= maxLoss) { // NaN fails every comparison
@@ -366,6 +388,28 @@ func (t *trainer) step(rows int, lr, momentum, decay float32) (loss float64, cor
 	}
 	t.backward(rows, lr, momentum)
 	return loss, correct, t.update(decay)
+}
+
+// dropInputs applies inverted dropout to the rows examples in t.x, in
+// place: each value is zeroed with probability t.inputDropout and the kept
+// ones are scaled by 1/(1-t.inputDropout). t.x is a gathered copy of the
+// training set, so the data is untouched, and backward then computes the
+// first layer's gradient from the inputs the forward pass saw.
+func (t *trainer) dropInputs(rows int) {
+	x := t.x[:rows*t.net.Inputs()]
+	if len(t.noise) < len(t.x) {
+		t.noise = make([]float32, len(t.x)) // once: then no step allocates
+	}
+	u := t.noise[:len(x)]
+	t.inputRNG.Uniform(u)
+	drop, scale := t.inputDropout, 1/(1-t.inputDropout)
+	for j := range x {
+		if u[j] < drop {
+			x[j] = 0
+		} else {
+			x[j] *= scale
+		}
+	}
 }
 
 // softmaxDeltas turns the rows x c logits z into the output deltas

@@ -615,6 +615,16 @@ func TestStepAllocs(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("a training step allocates %v times; want 0", allocs)
 	}
+	tr.dropout, tr.rng = 0.2, blas.NewRNG(1)
+	tr.inputDropout, tr.inputRNG = 0.1, blas.NewRNG(2)
+	allocs = testing.AllocsPerRun(20, func() {
+		train.Gather(tr.x, idx)
+		train.GatherLabels(tr.labels, idx)
+		tr.step(len(idx), 0.01, 0.9, 1e-5)
+	})
+	if allocs != 0 {
+		t.Errorf("a training step with dropout and input dropout allocates %v times; want 0", allocs)
+	}
 }
 
 // Dropout: training still learns the synthetic task, the gradient of a
@@ -676,5 +686,106 @@ func TestDropoutBackward(t *testing.T) {
 				t.Errorf("unit %d, dropped in every row, had weight %d updated", j, i)
 			}
 		}
+	}
+}
+
+// Input dropout: training still learns the synthetic task and differs from
+// training without it, the same seed gives the same network, the data set is
+// left as it was, and a bad probability is refused.
+func TestInputDropout(t *testing.T) {
+	train, test := data.SyntheticPair(5, 1000, 300, 64, 4)
+	x0 := append([]float32(nil), train.X...)
+	run := func(p float64) *Network {
+		net := Random([]int{64, 32}, 4, 1)
+		cfg := Config{Epochs: 8, BatchSize: 32, LearningRate: 0.2, Momentum: 0.9, Seed: 2, InputDropout: p}
+		if _, err := Train(context.Background(), net, train, nil, cfg, Hooks{}); err != nil {
+			t.Fatal(err)
+		}
+		return net
+	}
+	net := run(0.2)
+	if acc := net.Evaluate(test).Accuracy; acc < 0.9 {
+		t.Errorf("accuracy with input dropout 0.2 = %.3f; want >= 0.9", acc)
+	}
+	if d := diffNetworks(net, run(0.2)); d != "" {
+		t.Errorf("two runs with input dropout and one seed differ: %s", d)
+	}
+	if diffNetworks(net, run(0)) == "" {
+		t.Error("input dropout 0.2 trained the same network as no input dropout")
+	}
+	for i, v := range train.X {
+		if v != x0[i] {
+			t.Fatalf("input dropout changed the training set: X[%d] = %v, was %v", i, v, x0[i])
+		}
+	}
+	for _, p := range []float64{-0.1, 1, math.NaN()} {
+		err := (Config{Epochs: 1, BatchSize: 1, LearningRate: 0.1, InputDropout: p}).Validate()
+		if err == nil || !strings.Contains(err.Error(), "InputDropout") {
+			t.Errorf("Validate(InputDropout %v) = %v; want an error naming InputDropout", p, err)
+		}
+	}
+}
+
+// With input dropout a mini-batch's dropped values are 0 in the forward
+// pass, the kept ones are scaled by 1/(1-p), and an input dropped in every
+// row of the mini-batch changes none of its first-layer weights.
+func TestInputDropoutStep(t *testing.T) {
+	const rows, in, p = 4, 6, 0.75
+	net := Random([]int{in, 3}, 2, 7)
+	tr := newTrainer(net, rows)
+	tr.inputDropout = p
+	tr.inputRNG = blas.NewRNG(11)
+	orig := make([]float32, rows*in)
+	for i := range orig {
+		orig[i] = 0.1 + float32(i%5)/5
+	}
+	copy(tr.x, orig)
+	copy(tr.labels, []uint8{0, 1, 1, 0})
+	before := net.Clone()
+	if _, _, ok := tr.step(rows, 0.1, 0, 0); !ok {
+		t.Fatal("step failed")
+	}
+	dropped, kept := 0, 0
+	for i, v := range tr.x {
+		switch {
+		case v == 0:
+			dropped++
+		case math.Abs(float64(v)-float64(orig[i])/(1-p)) < 1e-6:
+			kept++
+		default:
+			t.Errorf("x[%d] = %v after input dropout; want 0 or %v", i, v, orig[i]/(1-p))
+		}
+	}
+	if dropped == 0 || kept == 0 {
+		t.Fatalf("input dropout %v dropped %d and kept %d of %d values", p, dropped, kept, len(tr.x))
+	}
+	// The hidden layer saw the dropped inputs: recompute its first row.
+	for j := 0; j < 3; j++ {
+		s := float64(before.Hidden[0].B[j])
+		for k := 0; k < in; k++ {
+			s += float64(tr.x[k]) * float64(before.Hidden[0].W[k*3+j])
+		}
+		if h := float64(tr.acts.hidden[0][j]); math.Abs(h-1/(1+math.Exp(-s))) > 1e-5 {
+			t.Errorf("hidden[0][%d] = %v; want sigmoid of the dropped input's sum, %v", j, h, 1/(1+math.Exp(-s)))
+		}
+	}
+	checked := 0
+	for k := 0; k < in; k++ {
+		all := true
+		for r := 0; r < rows; r++ {
+			all = all && tr.x[r*in+k] == 0
+		}
+		if !all {
+			continue
+		}
+		checked++
+		for j := 0; j < 3; j++ {
+			if net.Hidden[0].W[k*3+j] != before.Hidden[0].W[k*3+j] {
+				t.Errorf("input %d, dropped in every row, had weight W[%d][%d] updated", k, k, j)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Errorf("no input was dropped in every row: the test checks nothing with this seed")
 	}
 }
