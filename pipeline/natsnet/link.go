@@ -39,8 +39,6 @@ type LinkStats struct {
 	// Resent counts windows a producer sent again on request; Resends the
 	// requests a consumer made.
 	Resent, Resends int64
-	// Kept is the number of windows a producer keeps for a replay.
-	Kept int
 }
 
 // Sender is the producing end of a link over NATS: it publishes windows on
@@ -297,7 +295,7 @@ func (s *Sender) Sent() uint64 {
 func (s *Sender) Stats() LinkStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return LinkStats{Bytes: s.bytes.Load(), Windows: s.seq, Resent: s.resent.Load(), Kept: len(s.kept)}
+	return LinkStats{Bytes: s.bytes.Load(), Windows: s.seq, Resent: s.resent.Load()}
 }
 
 // Receiver is the consuming end of a link over NATS. It grants the producer
@@ -544,11 +542,6 @@ func (r *Receiver) gap() error {
 func (r *Receiver) reject(error) {
 	r.rejected.Add(1)
 }
-
-// Next is the Seq of the window the Receiver waits for: the number of
-// windows accepted, counting from 0 even after StartAt. Safe to call while
-// Recv runs.
-func (r *Receiver) Next() uint64 { return r.accepted.Load() }
 
 // Stats returns the receiver's counts.
 func (r *Receiver) Stats() LinkStats {

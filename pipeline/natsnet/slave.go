@@ -542,6 +542,11 @@ func trainAssigned(ctx context.Context, nc *nats.Conn, ctlMsgs <-chan messages.M
 	if ls := in.Stats(); ls.Rejected > 0 || ls.Duplicates > 0 || ls.Gaps > 0 {
 		log.Warn("link anomalies", "rejected", ls.Rejected, "duplicates", ls.Duplicates, "gaps", ls.Gaps, "resends", ls.Resends)
 	}
+	if out != nil {
+		if n := out.Stats().Resent; n > 0 {
+			log.Info("windows sent again on request", "windows", n)
+		}
+	}
 	s := st.Stats()
 	r := st.RBM()
 	final := status()
