@@ -165,7 +165,7 @@ func TestChaosKilledSlavesAreReplaced(t *testing.T) {
 	for run := 1; run <= runs; run++ {
 		victim := 1 + rng.IntN(len(c.cfgs))
 		// A random window past the first checkpoint and before the end.
-		at := c.every + rng.IntN(total-2*c.every)
+		at := c.every + rng.IntN(total-3*c.every)
 		// Every other replacement joins under a new name.
 		rename := run%2 == 0
 		t.Run(fmt.Sprintf("run%d-rbm%d-window%d-rename=%v", run, victim, at, rename), func(t *testing.T) {
@@ -201,7 +201,7 @@ func TestChaosKilledSlavesAreReplaced(t *testing.T) {
 				Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
 					mu.Lock()
 					defer mu.Unlock()
-					if s.Index == victim && killedAt.IsZero() && s.Batches >= at*c.k {
+					if s.Index == victim && killedAt.IsZero() && s.Batches >= at*c.k && s.State != pipeline.Done {
 						victimName = s.Worker
 						ps.kill(victimName)
 						killedAt = time.Now()
