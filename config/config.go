@@ -164,6 +164,13 @@ type Finetune struct {
 	// mini-batch (Hinton et al. 2012's input dropout: a regulariser, not
 	// extra examples); 0 (the default) turns it off.
 	InputDropout float64 `mapstructure:"input_dropout"`
+	// AverageLast, in [0, Epochs], averages the weights and biases at the
+	// end of the last AverageLast epochs (Polyak averaging / stochastic
+	// weight averaging) and evaluates and saves that mean network. It
+	// replaces best-epoch selection (the validation set is still measured
+	// every epoch but chooses nothing) and cannot be combined with
+	// patience. 0 (the default) turns it off.
+	AverageLast int `mapstructure:"average_last"`
 }
 
 // Output says where results go.
@@ -227,6 +234,7 @@ func Defaults() map[string]any {
 		"finetune.init":                  "pretrained",
 		"finetune.dropout":               0.0,
 		"finetune.input_dropout":         0.0,
+		"finetune.average_last":          0,
 		"output.dir":                     "",
 		"reliability.checkpoint_every":   5,
 		"reliability.lost_after":         "4s",

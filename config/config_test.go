@@ -105,3 +105,30 @@ func TestEveryKeyHasADefault(t *testing.T) {
 		t.Error("knownKey: sections and unknown keys misjudged")
 	}
 }
+
+// finetune.average_last defaults to 0 and must lie in [0, finetune.epochs],
+// without finetune.patience.
+func TestFinetuneAverageLast(t *testing.T) {
+	p := write(t, "a.yaml", "name: a\nfinetune:\n  epochs: 10\n")
+	c, err := Load(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Finetune.AverageLast != 0 {
+		t.Errorf("finetune.average_last default = %d; want 0", c.Finetune.AverageLast)
+	}
+	if c, err := Load(p, []string{"finetune.average_last=10"}); err != nil || c.Finetune.AverageLast != 10 {
+		t.Errorf("finetune.average_last=10 of 10 epochs: %v, %+v; want it accepted", err, c)
+	}
+	for _, set := range [][]string{
+		{"finetune.average_last=11"},
+		{"finetune.average_last=-1"},
+		{"finetune.average_last=3", "finetune.patience=2"},
+	} {
+		_, err := Load(p, set)
+		var ps Problems
+		if !errors.As(err, &ps) || len(ps) != 1 || ps[0].Key != "finetune.average_last" {
+			t.Errorf("Load with %v = %v; want one problem with finetune.average_last", set, err)
+		}
+	}
+}

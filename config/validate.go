@@ -164,6 +164,11 @@ func (c *Config) Validate() error {
 	if !(f.InputDropout >= 0 && f.InputDropout < 1) {
 		bad("finetune.input_dropout", f.InputDropout, "must be a probability in [0, 1)")
 	}
+	if f.AverageLast < 0 || f.AverageLast > max(f.Epochs, 0) {
+		bad("finetune.average_last", f.AverageLast, "must be a number of epochs in [0, finetune.epochs = %d] (0: no averaging)", f.Epochs)
+	} else if f.AverageLast > 0 && f.Patience > 0 {
+		bad("finetune.average_last", f.AverageLast, "must be 0 when finetune.patience is set: averaging replaces best-epoch selection and early stopping")
+	}
 
 	atLeast("sweep.repeats", c.Sweep.Repeats, 1)
 	for i, a := range c.Sweep.Vary {

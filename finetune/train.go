@@ -55,6 +55,16 @@ type Config struct {
 	// regulariser drawn afresh for every mini-batch, not extra examples.
 	// 0 turns it off. Default 0.
 	InputDropout float64
+	// AverageLast, in [0, Epochs], turns on weight averaging (Polyak
+	// averaging over epochs, as in stochastic weight averaging): Train keeps
+	// the running mean of every weight and bias at the end of each of the
+	// last AverageLast epochs and, when training completes, leaves that mean
+	// in the network instead of the best or last epoch's weights. It then
+	// replaces best-epoch selection: a validation set is still measured
+	// after every epoch (EpochStats.ValidAccuracy) but chooses nothing, and
+	// it cannot be combined with Patience. 0 turns it off (the default); 1
+	// keeps the last epoch's weights, even with a validation set.
+	AverageLast int
 }
 
 // DefaultConfig returns the contract's fine-tuning defaults: 10 epochs,
@@ -101,6 +111,12 @@ func (c Config) Validate() error {
 	}
 	if !(c.InputDropout >= 0 && c.InputDropout < 1) {
 		bad("InputDropout", c.InputDropout, "a probability in [0, 1)")
+	}
+	if c.AverageLast < 0 || c.AverageLast > max(c.Epochs, 0) {
+		bad("AverageLast", c.AverageLast, fmt.Sprintf("a number of epochs in [0, Epochs = %d] (0: no averaging)", c.Epochs))
+	}
+	if c.AverageLast > 0 && c.Patience > 0 {
+		bad("AverageLast", c.AverageLast, fmt.Sprintf("0 when Patience (%d) is set: averaging replaces best-epoch selection and early stopping", c.Patience))
 	}
 	return errors.Join(errs...)
 }
@@ -209,7 +225,10 @@ func checkSet(what string, s *data.Set, n *Network) error {
 // best epoch's weights (the first of equals); when it returns, net holds
 // them. With valid nil or empty it keeps the last epoch instead. Early
 // stopping (cfg.Patience) ends training once the validation accuracy has not
-// improved for that many epochs.
+// improved for that many epochs. With cfg.AverageLast > 0 it instead leaves
+// the mean of the weights and biases at the end of the last cfg.AverageLast
+// epochs in net when training completes (EpochStats.Improved still tracks the
+// best validation epoch, which is only kept on cancellation or divergence).
 //
 // It returns the statistics of the epochs it completed. Bad config or data
 // is an error before any training. Cancelling ctx stops between
@@ -258,6 +277,16 @@ func Train(ctx context.Context, net *Network, train, valid *data.Set, cfg Config
 	best := make([]float32, net.numParams())
 	net.saveParams(best)
 	bestEpoch, bestAcc, sinceBest := 0, math.Inf(-1), 0
+	// avgSum accumulates the parameters at the end of each of the last
+	// cfg.AverageLast epochs, in float64 so that the mean of many epochs
+	// loses no precision; avgN counts them.
+	var avgSum []float64
+	var avgBuf []float32
+	avgN := 0
+	if cfg.AverageLast > 0 {
+		avgSum = make([]float64, len(best))
+		avgBuf = make([]float32, len(best))
+	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, streamShuffle))
 	perm := make([]int, train.N)
 	stats := make([]EpochStats, 0, cfg.Epochs)
@@ -303,6 +332,13 @@ func Train(ctx context.Context, net *Network, train, valid *data.Set, cfg Config
 		} else {
 			sinceBest++
 		}
+		if avgSum != nil && e > cfg.Epochs-cfg.AverageLast {
+			net.saveParams(avgBuf)
+			for i, v := range avgBuf {
+				avgSum[i] += float64(v)
+			}
+			avgN++
+		}
 		st.Seconds = time.Since(start).Seconds()
 		stats = append(stats, st)
 		if hooks.Epoch != nil {
@@ -311,6 +347,14 @@ func Train(ctx context.Context, net *Network, train, valid *data.Set, cfg Config
 		if ev != nil && cfg.Patience > 0 && sinceBest >= cfg.Patience {
 			break
 		}
+	}
+	if avgN > 0 {
+		inv := 1 / float64(avgN)
+		for i, v := range avgSum {
+			avgBuf[i] = float32(v * inv)
+		}
+		net.loadParams(avgBuf)
+		return stats, nil
 	}
 	net.loadParams(best)
 	return stats, nil

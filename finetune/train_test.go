@@ -789,3 +789,100 @@ func TestInputDropoutStep(t *testing.T) {
 		t.Errorf("no input was dropped in every row: the test checks nothing with this seed")
 	}
 }
+
+// paramsOf returns a float64 copy of every weight and bias of n, in
+// saveParams order.
+func paramsOf(n *Network) []float64 {
+	buf := make([]float32, n.numParams())
+	n.saveParams(buf)
+	out := make([]float64, len(buf))
+	for i, v := range buf {
+		out[i] = float64(v)
+	}
+	return out
+}
+
+// Weight averaging: with AverageLast = k the network Train returns holds the
+// mean of the weights and biases at the end of the last k epochs (taken
+// from the Epoch hook's snapshots), the training trajectory is the one
+// without averaging, the validation set then chooses nothing, and bad
+// values are refused.
+func TestAverageLast(t *testing.T) {
+	t.Parallel()
+	train, _ := syntheticTask()
+	_, valid := data.SyntheticPair(77, 0, 200, 64, 4)
+	run := func(avg int) (*Network, snapshots, []EpochStats) {
+		n := Random([]int{64, 16}, 4, 3)
+		cfg := quickConfig()
+		cfg.Epochs, cfg.LearningRate, cfg.AverageLast = 6, 0.5, avg
+		snaps := snapshots{}
+		stats, err := Train(context.Background(), n, train, valid, cfg, snaps.hook(n))
+		if err != nil {
+			t.Fatalf("Train(AverageLast %d): %v", avg, err)
+		}
+		if len(stats) != cfg.Epochs {
+			t.Fatalf("Train(AverageLast %d) ran %d epochs; want %d", avg, len(stats), cfg.Epochs)
+		}
+		return n, snaps, stats
+	}
+	off, offSnaps, offStats := run(0)
+	avg, avgSnaps, avgStats := run(3)
+
+	// Averaging only reads the weights: every epoch is as without it.
+	for e := 1; e <= 6; e++ {
+		if d := diffNetworks(avgSnaps[e], offSnaps[e]); d != "" {
+			t.Fatalf("epoch %d: weights with AverageLast 3 differ from those without: %s", e, d)
+		}
+		if avgStats[e-1].ValidAccuracy != offStats[e-1].ValidAccuracy || avgStats[e-1].Improved != offStats[e-1].Improved {
+			t.Errorf("epoch %d: stats with AverageLast 3 %+v differ from those without %+v", e, avgStats[e-1], offStats[e-1])
+		}
+	}
+
+	// The result is the mean of epochs 4, 5 and 6.
+	want := make([]float64, avg.numParams())
+	for e := 4; e <= 6; e++ {
+		for i, v := range paramsOf(avgSnaps[e]) {
+			want[i] += v / 3
+		}
+	}
+	got := paramsOf(avg)
+	for i := range got {
+		if math.Abs(got[i]-want[i]) > 1e-6*(1+math.Abs(want[i])) {
+			t.Fatalf("averaged parameter %d = %v; want the mean of epochs 4-6, %v", i, got[i], want[i])
+		}
+	}
+	if diffNetworks(avg, avgSnaps[6]) == "" || diffNetworks(avg, avgSnaps[4]) == "" {
+		t.Fatal("the averaged network equals one epoch's: the test does not exercise averaging")
+	}
+
+	// Off: the best validation epoch, as before.
+	best := 0
+	for i, st := range offStats {
+		if st.Improved {
+			best = i
+		}
+	}
+	if d := diffNetworks(off, offSnaps[offStats[best].Epoch]); d != "" {
+		t.Errorf("AverageLast 0: weights differ from the best epoch %d's: %s", offStats[best].Epoch, d)
+	}
+
+	// AverageLast 1 keeps the last epoch even when an earlier one had a
+	// better validation accuracy.
+	last, lastSnaps, _ := run(1)
+	if d := diffNetworks(last, lastSnaps[6]); d != "" {
+		t.Errorf("AverageLast 1: weights differ from the last epoch's: %s", d)
+	}
+
+	for _, c := range []Config{
+		{Epochs: 5, BatchSize: 1, LearningRate: 0.1, AverageLast: -1},
+		{Epochs: 5, BatchSize: 1, LearningRate: 0.1, AverageLast: 6},
+		{Epochs: 5, BatchSize: 1, LearningRate: 0.1, AverageLast: 2, Patience: 3},
+	} {
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "AverageLast") {
+			t.Errorf("Validate(AverageLast %d, Epochs %d, Patience %d) = %v; want an error naming AverageLast", c.AverageLast, c.Epochs, c.Patience, err)
+		}
+	}
+	if err := (Config{Epochs: 5, BatchSize: 1, LearningRate: 0.1, AverageLast: 5}).Validate(); err != nil {
+		t.Errorf("Validate(AverageLast 5, Epochs 5) = %v; want nil", err)
+	}
+}
