@@ -557,3 +557,45 @@ func TestSpareSlaveTakesOver(t *testing.T) {
 	}
 	t.Logf("killed %s; spare %s resumed rbm 2 at window %d", killed, recs[0].Replacement, recs[0].ResumedAtWindow)
 }
+
+// TestLostBeforeFirstCheckpoint kills a slave before it ever checkpointed:
+// its replacement starts RBM_i from the beginning, its producer having kept
+// every window since the first, and the run still ends bit-identical.
+func TestLostBeforeFirstCheckpoint(t *testing.T) {
+	c := newChaosSetup(t)
+	c.every = 20
+	srv, nc := serve(t)
+	ps := newProcs(t, srv.URL())
+	defer ps.stop()
+	ps.startAll(t, "f", len(c.cfgs))
+	var (
+		mu     sync.Mutex
+		killed string
+		recs   []Recovery
+	)
+	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+		RunID: "early", Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
+		Credits: c.credits, JoinTimeout: 30 * time.Second, CheckpointEvery: c.every,
+		Respawn: ps.respawn,
+		Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
+			mu.Lock()
+			defer mu.Unlock()
+			if s.Index == 2 && killed == "" && s.Batches >= 4 && s.Batches < c.every*c.k {
+				killed = s.Worker
+				ps.kill(killed)
+			}
+		}},
+		Recovered: func(r Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+	})
+	if err != nil {
+		ps.dumpLogs()
+		t.Fatal(err)
+	}
+	c.check(t, got)
+	mu.Lock()
+	defer mu.Unlock()
+	if killed == "" || len(recs) != 1 || recs[0].ResumedAtWindow != 0 {
+		t.Fatalf("killed %q; recoveries %+v; want one resumed from window 0", killed, recs)
+	}
+	t.Logf("killed %s at batch %d; replacement started over", killed, recs[0].LostAtBatch)
+}
