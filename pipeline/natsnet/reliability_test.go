@@ -527,31 +527,9 @@ func TestSpareSlaveTakesOver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var (
-		mu     sync.Mutex
-		killed string
-		recs   []Recovery
-	)
-	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
-		RunID: "spare", Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
-		Credits: c.credits, JoinTimeout: 30 * time.Second, CheckpointEvery: c.every,
-		Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
-			mu.Lock()
-			defer mu.Unlock()
-			if s.Index == 2 && killed == "" && s.Batches >= 30 {
-				killed = s.Worker
-				ps.kill(killed)
-			}
-		}},
-		Recovered: func(r Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+	got, killed, recs := c.runKilling(t, nc, ps, "spare", nil, func(s pipeline.Stats) bool {
+		return s.Index == 2 && s.Batches >= 30
 	})
-	if err != nil {
-		ps.dumpLogs()
-		t.Fatal(err)
-	}
-	c.check(t, got)
-	mu.Lock()
-	defer mu.Unlock()
 	if len(recs) != 1 || recs[0].Replacement == killed || got[1].Slave != recs[0].Replacement {
 		t.Fatalf("killed %s; recoveries %+v, rbm 2 finished by %s; want the spare to take over", killed, recs, got[1].Slave)
 	}
@@ -568,19 +546,34 @@ func TestLostBeforeFirstCheckpoint(t *testing.T) {
 	ps := newProcs(t, srv.URL())
 	defer ps.stop()
 	ps.startAll(t, "f", len(c.cfgs))
+	_, killed, recs := c.runKilling(t, nc, ps, "early", ps.respawn, func(s pipeline.Stats) bool {
+		return s.Index == 2 && s.Batches >= 4 && s.Batches < c.every*c.k
+	})
+	if killed == "" || len(recs) != 1 || recs[0].ResumedAtWindow != 0 {
+		t.Fatalf("killed %q; recoveries %+v; want one resumed from window 0", killed, recs)
+	}
+	t.Logf("killed %s at batch %d; replacement started over", killed, recs[0].LostAtBatch)
+}
+
+// runKilling runs the setup with the slaves of ps, SIGKILLs the slave of
+// the first status report for which when holds, and returns the trained
+// RBMs, the killed slave and the recoveries. respawn may be nil (a spare
+// must take over).
+func (c *chaosSetup) runKilling(t *testing.T, nc *nats.Conn, ps *procs, runID string, respawn func(int, string) error, when func(pipeline.Stats) bool) ([]Trained, string, []Recovery) {
+	t.Helper()
 	var (
 		mu     sync.Mutex
 		killed string
 		recs   []Recovery
 	)
 	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
-		RunID: "early", Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
+		RunID: runID, Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
 		Credits: c.credits, JoinTimeout: 30 * time.Second, CheckpointEvery: c.every,
-		Respawn: ps.respawn,
+		Respawn: respawn,
 		Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
 			mu.Lock()
 			defer mu.Unlock()
-			if s.Index == 2 && killed == "" && s.Batches >= 4 && s.Batches < c.every*c.k {
+			if killed == "" && when(s) {
 				killed = s.Worker
 				ps.kill(killed)
 			}
@@ -594,8 +587,5 @@ func TestLostBeforeFirstCheckpoint(t *testing.T) {
 	c.check(t, got)
 	mu.Lock()
 	defer mu.Unlock()
-	if killed == "" || len(recs) != 1 || recs[0].ResumedAtWindow != 0 {
-		t.Fatalf("killed %q; recoveries %+v; want one resumed from window 0", killed, recs)
-	}
-	t.Logf("killed %s at batch %d; replacement started over", killed, recs[0].LostAtBatch)
+	return got, killed, recs
 }
