@@ -171,6 +171,15 @@ type Finetune struct {
 	// every epoch but chooses nothing) and cannot be combined with
 	// patience. 0 (the default) turns it off.
 	AverageLast int `mapstructure:"average_last"`
+	// MaxNorm bounds the L2 norm of every unit's incoming weights: after
+	// each update a longer weight vector is scaled back onto the bound
+	// (Srivastava et al. 2014's max-norm, used with dropout). 0 (the
+	// default) turns it off.
+	MaxNorm float64 `mapstructure:"max_norm"`
+	// LabelSmoothing, in [0, 1), trains against a softened target: the
+	// label gets 1-label_smoothing, every class label_smoothing/classes
+	// more. 0 (the default) trains against the one-hot label.
+	LabelSmoothing float64 `mapstructure:"label_smoothing"`
 }
 
 // Output says where results go.
@@ -235,6 +244,8 @@ func Defaults() map[string]any {
 		"finetune.dropout":               0.0,
 		"finetune.input_dropout":         0.0,
 		"finetune.average_last":          0,
+		"finetune.max_norm":              0.0,
+		"finetune.label_smoothing":       0.0,
 		"output.dir":                     "",
 		"reliability.checkpoint_every":   5,
 		"reliability.lost_after":         "4s",

@@ -67,7 +67,7 @@ dbn: {layers: [10, 0, 5], visible: poisson}
 pretrain: {epochs: 0, batch_size: 0, k_batches: 0, cd_k: 0, middle: maybe, weight_decay: -1,
            learning_rate: {initial: 0, final: .inf}, momentum: {initial: -0.1, final: 1}}
 cluster: {slaves: 1, join_timeout: 0s, cpus_per_worker: -2, credits: 0, transport: pigeon}
-finetune: {epochs: -1, batch_size: 0, learning_rate: -1, momentum: 2, validation: 1, init: zeros, input_dropout: 1}
+finetune: {epochs: -1, batch_size: 0, learning_rate: -1, momentum: 2, validation: 1, init: zeros, input_dropout: 1, max_norm: -1, label_smoothing: 1}
 sweep: {repeats: 0, vary: [{key: pretrain.speed, values: []}]}
 `)
 	_, err := Load(p, nil)
@@ -79,7 +79,7 @@ sweep: {repeats: 0, vary: [{key: pretrain.speed, values: []}]}
 		"pretrain.k_batches", "pretrain.cd_k", "pretrain.middle", "pretrain.learning_rate.initial", "pretrain.learning_rate.final",
 		"pretrain.momentum.initial", "pretrain.momentum.final", "pretrain.weight_decay", "cluster.slaves", "cluster.join_timeout",
 		"cluster.cpus_per_worker", "cluster.credits", "cluster.transport", "finetune.epochs", "finetune.batch_size",
-		"finetune.learning_rate", "finetune.momentum", "finetune.validation", "finetune.init", "finetune.input_dropout", "sweep.repeats",
+		"finetune.learning_rate", "finetune.momentum", "finetune.validation", "finetune.init", "finetune.input_dropout", "finetune.max_norm", "finetune.label_smoothing", "sweep.repeats",
 		"sweep.vary[0].key", "sweep.vary[0].values"}
 	var got []string
 	for _, p := range ps {

@@ -164,6 +164,12 @@ func (c *Config) Validate() error {
 	if !(f.InputDropout >= 0 && f.InputDropout < 1) {
 		bad("finetune.input_dropout", f.InputDropout, "must be a probability in [0, 1)")
 	}
+	if math.IsNaN(f.MaxNorm) || math.IsInf(f.MaxNorm, 0) || f.MaxNorm < 0 {
+		bad("finetune.max_norm", f.MaxNorm, "must be a finite number >= 0 (0: no constraint)")
+	}
+	if !(f.LabelSmoothing >= 0 && f.LabelSmoothing < 1) {
+		bad("finetune.label_smoothing", f.LabelSmoothing, "must be a value in [0, 1)")
+	}
 	if f.AverageLast < 0 || f.AverageLast > max(f.Epochs, 0) {
 		bad("finetune.average_last", f.AverageLast, "must be a number of epochs in [0, finetune.epochs = %d] (0: no averaging)", f.Epochs)
 	} else if f.AverageLast > 0 && f.Patience > 0 {

@@ -46,14 +46,14 @@ func finetuneNet(ctx context.Context, cfg *config.Config, log hclog.Logger, trai
 	if nValid := int(math.Round(f.Validation * float64(train.N))); nValid > 0 && nValid < train.N {
 		fit, valid = train.Split(train.N - nValid)
 	}
-	log.Info("fine-tuning", "init", f.Init, "epochs", f.Epochs, "train", fit.N, "validation", setSize(valid), "batch_size", f.BatchSize, "learning_rate", f.LearningRate, "dropout", f.Dropout, "input_dropout", f.InputDropout, "average_last", f.AverageLast)
+	log.Info("fine-tuning", "init", f.Init, "epochs", f.Epochs, "train", fit.N, "validation", setSize(valid), "batch_size", f.BatchSize, "learning_rate", f.LearningRate, "dropout", f.Dropout, "input_dropout", f.InputDropout, "average_last", f.AverageLast, "max_norm", f.MaxNorm, "label_smoothing", f.LabelSmoothing)
 	res := &FinetuneResult{Epochs: f.Epochs, Init: f.Init}
 	start := time.Now()
 	hist, err := finetune.Train(ctx, net, fit, valid, finetune.Config{
 		Epochs: f.Epochs, BatchSize: f.BatchSize, LearningRate: f.LearningRate,
 		LearningRateFinal: f.LearningRateFinal, Momentum: f.Momentum, WeightDecay: f.WeightDecay,
 		Patience: f.Patience, Seed: seed, Threads: threads, Dropout: f.Dropout, InputDropout: f.InputDropout,
-		AverageLast: f.AverageLast,
+		AverageLast: f.AverageLast, MaxNorm: f.MaxNorm, LabelSmoothing: f.LabelSmoothing,
 	}, finetune.Hooks{Epoch: func(e finetune.EpochStats) {
 		log.Info("fine-tuning epoch done", "epoch", fmt.Sprintf("%d/%d", e.Epoch, f.Epochs), "loss", e.Loss,
 			"train_accuracy", e.TrainAccuracy, "validation_accuracy", e.ValidAccuracy, "seconds", e.Seconds)

@@ -65,6 +65,20 @@ type Config struct {
 	// it cannot be combined with Patience. 0 turns it off (the default); 1
 	// keeps the last epoch's weights, even with a validation set.
 	AverageLast int
+	// MaxNorm, >= 0, is the max-norm constraint of Srivastava et al. 2014,
+	// used with dropout: after every update, each unit's incoming weight
+	// vector (a column of W, bias excluded) whose L2 norm exceeds MaxNorm is
+	// scaled back onto the ball of radius MaxNorm, in every layer, the
+	// output layer included. It bounds the weights however large the
+	// learning rate, in place of weight decay. 0 turns it off (the default).
+	MaxNorm float64
+	// LabelSmoothing, in [0, 1), trains against a softened target: the
+	// label gets 1-LabelSmoothing and every class LabelSmoothing/classes
+	// more (Szegedy et al. 2016), which keeps the logits from growing
+	// without bound on examples already classified right. The reported
+	// loss is the cross-entropy against that target. 0 turns it off (the
+	// default).
+	LabelSmoothing float64
 }
 
 // DefaultConfig returns the contract's fine-tuning defaults: 10 epochs,
@@ -111,6 +125,12 @@ func (c Config) Validate() error {
 	}
 	if !(c.InputDropout >= 0 && c.InputDropout < 1) {
 		bad("InputDropout", c.InputDropout, "a probability in [0, 1)")
+	}
+	if !(c.MaxNorm >= 0) || !finite(c.MaxNorm) {
+		bad("MaxNorm", c.MaxNorm, "a finite value >= 0 (0: no constraint)")
+	}
+	if !(c.LabelSmoothing >= 0 && c.LabelSmoothing < 1) {
+		bad("LabelSmoothing", c.LabelSmoothing, "a value in [0, 1)")
 	}
 	if c.AverageLast < 0 || c.AverageLast > max(c.Epochs, 0) {
 		bad("AverageLast", c.AverageLast, fmt.Sprintf("a number of epochs in [0, Epochs = %d] (0: no averaging)", c.Epochs))
@@ -270,6 +290,15 @@ func Train(ctx context.Context, net *Network, train, valid *data.Set, cfg Config
 		t.inputDropout = float32(cfg.InputDropout)
 		t.inputRNG = blas.NewRNG(cfg.Seed ^ streamInputDropout)
 	}
+	t.smoothing = cfg.LabelSmoothing
+	if cfg.MaxNorm > 0 {
+		t.maxNorm = float32(cfg.MaxNorm)
+		widest := net.Out.Out
+		for _, l := range net.Hidden {
+			widest = max(widest, l.Out)
+		}
+		t.norms = make([]float32, widest)
+	}
 	var ev *evaluator
 	if valid != nil {
 		ev = newEvaluator(net)
@@ -388,6 +417,12 @@ type trainer struct {
 	inputDropout float32
 	inputRNG     *blas.RNG
 	noise        []float32
+	// maxNorm bounds the norm of each unit's incoming weights (0: off);
+	// norms (the widest layer's Out) is its scratch.
+	maxNorm float32
+	norms   []float32
+	// smoothing is the label smoothing of the output layer's target.
+	smoothing float64
 }
 
 func newTrainer(n *Network, batch int) *trainer {
@@ -426,7 +461,7 @@ func (t *trainer) step(rows int, lr, momentum, decay float32) (loss float64, cor
 		t.dropInputs(rows)
 	}
 	t.net.forwardDrop(t.acts, t.x, rows, t.dropout, t.rng)
-	loss, correct = softmaxDeltas(t.acts.logits, rows, t.net.Out.Out, t.labels)
+	loss, correct = softmaxDeltas(t.acts.logits, rows, t.net.Out.Out, t.labels, t.smoothing)
 	if !(loss <= maxLoss) { // NaN fails every comparison
 		return loss, correct, false
 	}
@@ -457,11 +492,14 @@ func (t *trainer) dropInputs(rows int) {
 }
 
 // softmaxDeltas turns the rows x c logits z into the output deltas
-// softmax(z) - onehot(label), row by row, and returns the mean cross-entropy
-// and the number of rows whose largest logit is the label. The softmax
-// subtracts the row's largest logit before exponentiating, so no exp
-// overflows, and works in float64; a non-finite logit gives a NaN loss.
-func softmaxDeltas(z []float32, rows, c int, labels []uint8) (loss float64, correct int) {
+// softmax(z) - target, row by row, where the target is one-hot on the label,
+// or with label smoothing eps, 1-eps on the label plus eps/c on every class.
+// It returns the mean cross-entropy against that target and the number of
+// rows whose largest logit is the label. The softmax subtracts the row's
+// largest logit before exponentiating, so no exp overflows, and works in
+// float64; a non-finite logit gives a NaN loss.
+func softmaxDeltas(z []float32, rows, c int, labels []uint8, eps float64) (loss float64, correct int) {
+	share := eps / float64(c)
 	for r := 0; r < rows; r++ {
 		zr := z[r*c : (r+1)*c]
 		y := int(labels[r])
@@ -474,12 +512,17 @@ func softmaxDeltas(z []float32, rows, c int, labels []uint8) (loss float64, corr
 		for _, v := range zr {
 			sum += math.Exp(float64(v) - zmax)
 		}
-		loss += math.Log(sum) - (float64(zr[y]) - zmax)
+		logSum := math.Log(sum)
+		// -log p_j = logSum - (z_j - zmax); the target weighs them.
+		loss += (1 - eps) * (logSum - (float64(zr[y]) - zmax))
 		inv := 1 / sum
 		for j, v := range zr {
-			zr[j] = float32(math.Exp(float64(v)-zmax) * inv)
+			if eps > 0 {
+				loss += share * (logSum - (float64(v) - zmax))
+			}
+			zr[j] = float32(math.Exp(float64(v)-zmax)*inv - share)
 		}
-		zr[y]--
+		zr[y] -= float32(1 - eps)
 	}
 	return loss / float64(rows), correct
 }
@@ -538,6 +581,39 @@ func (t *trainer) update(decay float32) bool {
 		l := t.net.layer(i)
 		ok = blas.MomentumStep(l.W, t.velW[i], decay) && ok
 		ok = blas.MomentumStep(l.B, t.velB[i], 0) && ok
+		if t.maxNorm > 0 {
+			clipColumns(l.W, l.In, l.Out, t.maxNorm, t.norms[:l.Out])
+		}
 	}
 	return ok
+}
+
+// clipColumns scales every column of the rows x cols row-major w whose L2
+// norm exceeds c down to norm c; norms (cols values) is scratch. The sums of
+// squares are taken row by row, so w is read in memory order.
+func clipColumns(w []float32, rows, cols int, c float32, norms []float32) {
+	clear(norms)
+	for r := 0; r < rows; r++ {
+		for j, v := range w[r*cols : (r+1)*cols] {
+			norms[j] += v * v
+		}
+	}
+	clipped := false
+	for j, ss := range norms {
+		if n := float32(math.Sqrt(float64(ss))); n > c {
+			norms[j] = c / n
+			clipped = true
+		} else {
+			norms[j] = 1
+		}
+	}
+	if !clipped {
+		return
+	}
+	for r := 0; r < rows; r++ {
+		row := w[r*cols : (r+1)*cols]
+		for j := range row {
+			row[j] *= norms[j]
+		}
+	}
 }

@@ -31,8 +31,9 @@ func toRef(n *Network) refParams {
 }
 
 // refLoss is the mean cross-entropy of the network n's shapes with
-// parameters p on rows examples, all in float64 with the exact sigmoid.
-func refLoss(n *Network, p refParams, x []float32, labels []uint8, rows int) float64 {
+// parameters p on rows examples, all in float64 with the exact sigmoid,
+// against the one-hot target or, with eps > 0, the label-smoothed one.
+func refLoss(n *Network, p refParams, x []float32, labels []uint8, rows int, eps float64) float64 {
 	var total float64
 	in0 := n.Inputs()
 	for r := range rows {
@@ -64,7 +65,13 @@ func refLoss(n *Network, p refParams, x []float32, labels []uint8, rows int) flo
 		for _, v := range in {
 			sum += math.Exp(v - zmax)
 		}
-		total += math.Log(sum) - (in[labels[r]] - zmax)
+		for j, v := range in {
+			target := eps / float64(len(in))
+			if j == int(labels[r]) {
+				target += 1 - eps
+			}
+			total += target * (math.Log(sum) - (v - zmax))
+		}
 	}
 	return total / float64(rows)
 }
@@ -80,11 +87,14 @@ func TestGradient(t *testing.T) {
 		sizes   []int
 		classes int
 		rows    int
+		eps     float64 // label smoothing
 	}{
-		{"5-4, 3 classes", []int{5, 4}, 3, 4},
-		{"5-4-6, 3 classes", []int{5, 4, 6}, 3, 4},
-		{"softmax only", []int{5}, 3, 4},
-		{"one row", []int{6, 3, 5}, 4, 1},
+		{"5-4, 3 classes", []int{5, 4}, 3, 4, 0},
+		{"5-4-6, 3 classes", []int{5, 4, 6}, 3, 4, 0},
+		{"softmax only", []int{5}, 3, 4, 0},
+		{"one row", []int{6, 3, 5}, 4, 1, 0},
+		{"label smoothing 0.1", []int{5, 4, 6}, 3, 4, 0.1},
+		{"label smoothing 0.5, softmax only", []int{5}, 4, 3, 0.5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,11 +116,11 @@ func TestGradient(t *testing.T) {
 				tr.labels[r] = uint8((r * 7) % tt.classes)
 			}
 			n.forward(tr.acts, tr.x, tt.rows)
-			loss, _ := softmaxDeltas(tr.acts.logits, tt.rows, tt.classes, tr.labels)
+			loss, _ := softmaxDeltas(tr.acts.logits, tt.rows, tt.classes, tr.labels, tt.eps)
 			tr.backward(tt.rows, 1, 0)
 
 			p := toRef(n)
-			if want := refLoss(n, p, tr.x, tr.labels, tt.rows); math.Abs(loss-want) > 1e-5 {
+			if want := refLoss(n, p, tr.x, tr.labels, tt.rows, tt.eps); math.Abs(loss-want) > 1e-5 {
 				t.Fatalf("loss = %v; want %v", loss, want)
 			}
 			// float64 central differences with h = 1e-5 are accurate to
@@ -129,9 +139,9 @@ func TestGradient(t *testing.T) {
 					for j := range p[i][k] {
 						orig := p[i][k][j]
 						p[i][k][j] = orig + h
-						up := refLoss(n, p, tr.x, tr.labels, tt.rows)
+						up := refLoss(n, p, tr.x, tr.labels, tt.rows, tt.eps)
 						p[i][k][j] = orig - h
-						down := refLoss(n, p, tr.x, tr.labels, tt.rows)
+						down := refLoss(n, p, tr.x, tr.labels, tt.rows, tt.eps)
 						p[i][k][j] = orig
 						num := (up - down) / (2 * h)
 						got := -float64(vel[j])
@@ -235,7 +245,7 @@ func TestSoftmaxDeltasStable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			z := append([]float32(nil), tt.z...)
-			loss, _ := softmaxDeltas(z, 1, len(z), []uint8{tt.label})
+			loss, _ := softmaxDeltas(z, 1, len(z), []uint8{tt.label}, 0)
 			if math.Abs(loss-tt.wantLoss) > 1e-4 {
 				t.Errorf("loss = %v; want %v", loss, tt.wantLoss)
 			}
@@ -884,5 +894,115 @@ func TestAverageLast(t *testing.T) {
 	}
 	if err := (Config{Epochs: 5, BatchSize: 1, LearningRate: 0.1, AverageLast: 5}).Validate(); err != nil {
 		t.Errorf("Validate(AverageLast 5, Epochs 5) = %v; want nil", err)
+	}
+}
+
+// columnNorms returns the L2 norm of every column of the rows x cols w.
+func columnNorms(w []float32, rows, cols int) []float64 {
+	n := make([]float64, cols)
+	for r := 0; r < rows; r++ {
+		for j, v := range w[r*cols : (r+1)*cols] {
+			n[j] += float64(v) * float64(v)
+		}
+	}
+	for j := range n {
+		n[j] = math.Sqrt(n[j])
+	}
+	return n
+}
+
+// clipColumns leaves a column within the bound as it is and scales a longer
+// one onto the bound, keeping its direction.
+func TestClipColumns(t *testing.T) {
+	// Columns: norm 5 (3,4), norm 1 (0,1), norm 0.
+	w := []float32{3, 0, 0, 4, 1, 0}
+	clipColumns(w, 2, 3, 2, make([]float32, 3))
+	want := []float32{1.2, 0, 0, 1.6, 1, 0}
+	for i := range w {
+		if math.Abs(float64(w[i]-want[i])) > 1e-6 {
+			t.Fatalf("clipColumns = %v; want %v", w, want)
+		}
+	}
+}
+
+// With MaxNorm every unit's incoming weights stay within the bound through a
+// training run at a large rate that drives them far beyond it without the
+// constraint, the task is still learned, and a bad bound is refused.
+func TestMaxNorm(t *testing.T) {
+	train, test := syntheticTask()
+	const bound = 1.0
+	run := func(maxNorm float64) *Network {
+		net := Random([]int{train.Dim, 32, 16}, train.Classes, 3)
+		cfg := quickConfig()
+		cfg.LearningRate, cfg.MaxNorm = 0.5, maxNorm
+		if _, err := Train(context.Background(), net, train, nil, cfg, Hooks{}); err != nil {
+			t.Fatal(err)
+		}
+		return net
+	}
+	largest := func(n *Network) float64 {
+		m := 0.0
+		for i := 0; i <= len(n.Hidden); i++ {
+			l := n.layer(i)
+			for _, v := range columnNorms(l.W, l.In, l.Out) {
+				m = max(m, v)
+			}
+		}
+		return m
+	}
+	if m := largest(run(0)); m <= bound {
+		t.Fatalf("without max-norm the largest column norm is %.3f; the test needs one above %v", m, bound)
+	}
+	net := run(bound)
+	if m := largest(net); m > bound*(1+1e-5) {
+		t.Errorf("max-norm %v: largest column norm %.6f", bound, m)
+	}
+	if acc := net.Evaluate(test).Accuracy; acc < 0.9 {
+		t.Errorf("accuracy with max-norm %v = %.3f; want >= 0.9", bound, acc)
+	}
+	for _, c := range []float64{-1, math.NaN(), math.Inf(1)} {
+		err := (Config{Epochs: 1, BatchSize: 1, LearningRate: 0.1, MaxNorm: c}).Validate()
+		if err == nil || !strings.Contains(err.Error(), "MaxNorm") {
+			t.Errorf("Validate(MaxNorm %v) = %v; want an error naming MaxNorm", c, err)
+		}
+	}
+}
+
+// Label smoothing: training still learns the synthetic task, trains a
+// different network from the one-hot target, keeps the logits smaller (the
+// point of it), and a bad value is refused. TestGradient checks its loss and
+// gradient.
+func TestLabelSmoothing(t *testing.T) {
+	train, test := syntheticTask()
+	run := func(eps float64) *Network {
+		net := Random([]int{train.Dim, 32}, train.Classes, 3)
+		cfg := quickConfig()
+		cfg.LabelSmoothing = eps
+		if _, err := Train(context.Background(), net, train, nil, cfg, Hooks{}); err != nil {
+			t.Fatal(err)
+		}
+		return net
+	}
+	largestLogit := func(n *Network) float64 {
+		a := newActivations(n, test.N)
+		n.forward(a, test.X, test.N)
+		m := 0.0
+		for _, z := range a.logits {
+			m = max(m, math.Abs(float64(z)))
+		}
+		return m
+	}
+	plain, smooth := run(0), run(0.2)
+	if acc := smooth.Evaluate(test).Accuracy; acc < 0.9 {
+		t.Errorf("accuracy with label smoothing 0.2 = %.3f; want >= 0.9", acc)
+	}
+	if lp, ls := largestLogit(plain), largestLogit(smooth); !(ls < lp) {
+		t.Errorf("largest |logit| with label smoothing %.3f, without %.3f; want smaller with it", ls, lp)
+	}
+	for _, eps := range []float64{-0.1, 1, math.NaN()} {
+		err := (Config{Epochs: 1, BatchSize: 1, LearningRate: 0.1, LabelSmoothing: eps}).Validate()
+		if err == nil || !strings.Contains(err.Error(), "LabelSmoothing") {
+			t.Errorf("Validate(LabelSmoothing %v) = %v; want an error naming LabelSmoothing", eps, err)
+		}
 	}
 }
