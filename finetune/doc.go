@@ -7,7 +7,8 @@
 // pre-training; a softmax output layer on top gives class probabilities.
 // Train then fine-tunes every layer with mini-batch SGD (momentum, weight
 // decay, cross-entropy loss, optional dropout of hidden units and of
-// inputs), keeping the weights of the best validation epoch. Random builds
+// inputs, max-norm and label smoothing), keeping the weights of the best
+// validation epoch. Random builds
 // the same network with random weights, the no-pre-training baseline.
 //
 // All matrices are row-major float32 and every product goes through

@@ -261,14 +261,7 @@ func (n *Network) forwardDrop(a *activations, x []float32, rows int, drop float3
 			}
 			u := a.noise[:len(h)]
 			rng.Uniform(u)
-			scale := 1 / (1 - drop)
-			for j := range h {
-				if u[j] < drop {
-					h[j] = 0
-				} else {
-					h[j] *= scale
-				}
-			}
+			invertedDropout(h, u, drop)
 		}
 		in, inDim = h, l.Out
 	}
@@ -279,6 +272,20 @@ func (n *Network) forwardDrop(a *activations, x []float32, rows int, drop float3
 		zr := z[r*c : (r+1)*c]
 		for j, b := range n.Out.B[:c] {
 			zr[j] += b
+		}
+	}
+}
+
+// invertedDropout zeroes every x[j] whose uniform draw u[j] is below drop
+// and scales the others by 1/(1-drop), so that the expected value of each is
+// unchanged and evaluation needs no rescaling.
+func invertedDropout(x, u []float32, drop float32) {
+	scale := 1 / (1 - drop)
+	for j := range x {
+		if u[j] < drop {
+			x[j] = 0
+		} else {
+			x[j] *= scale
 		}
 	}
 }

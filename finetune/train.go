@@ -481,14 +481,7 @@ func (t *trainer) dropInputs(rows int) {
 	}
 	u := t.noise[:len(x)]
 	t.inputRNG.Uniform(u)
-	drop, scale := t.inputDropout, 1/(1-t.inputDropout)
-	for j := range x {
-		if u[j] < drop {
-			x[j] = 0
-		} else {
-			x[j] *= scale
-		}
-	}
+	invertedDropout(x, u, t.inputDropout)
 }
 
 // softmaxDeltas turns the rows x c logits z into the output deltas
