@@ -19,6 +19,8 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/dbn"
+	"github.com/pipedbn/pipedbn/internal/atomicfile"
 )
 
 // Setting is where and how a run pre-trained, in the terms of the paper's
@@ -257,7 +259,7 @@ func (a *analysis) otherLabel(r *SweepRow) string {
 }
 
 // values returns f of every finished run of a cell.
-func (a *analysis) values(c cell, f func(*Result) (float64, bool)) []float64 {
+func (a *analysis) values(c cell, f func(*dbn.Result) (float64, bool)) []float64 {
 	var vs []float64
 	for _, r := range a.ok[c] {
 		if v, ok := f(r.Result); ok {
@@ -267,16 +269,16 @@ func (a *analysis) values(c cell, f func(*Result) (float64, bool)) []float64 {
 	return vs
 }
 
-func pretrainSeconds(r *Result) (float64, bool) { return r.PretrainSeconds, true }
+func pretrainSeconds(r *dbn.Result) (float64, bool) { return r.PretrainSeconds, true }
 
-func testAccuracy(r *Result) (float64, bool) {
+func testAccuracy(r *dbn.Result) (float64, bool) {
 	if r.Finetune == nil {
 		return 0, false
 	}
 	return r.Finetune.TestAccuracy, true
 }
 
-func meanFinalRecon(r *Result) (float64, bool) {
+func meanFinalRecon(r *dbn.Result) (float64, bool) {
 	if len(r.RBMs) == 0 {
 		return 0, false
 	}
@@ -421,13 +423,13 @@ func WriteReport(plan *SweepPlan, rows []SweepRow, regenerate string) ([]string,
 			}
 			continue
 		}
-		if err := writePublic(path, png); err != nil {
+		if err := atomicfile.WriteFile(path, png); err != nil {
 			return written, err
 		}
 		written = append(written, path)
 	}
 	path := filepath.Join(plan.Dir, "report.md")
-	if err := writePublic(path, []byte(md.String())); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(md.String())); err != nil {
 		return written, err
 	}
 	return append(written, path), nil
@@ -489,7 +491,7 @@ func (a *analysis) header(md *strings.Builder, regenerate string) {
 	}
 }
 
-func (a *analysis) firstResult() *Result {
+func (a *analysis) firstResult() *dbn.Result {
 	for _, r := range a.rows {
 		if r.Status == RunDone && r.Result != nil {
 			return r.Result
@@ -701,7 +703,7 @@ func (a *analysis) timeGoes(md *strings.Builder, add plotAdder) {
 	}
 	md.WriteString("Per RBM (its slave, or the greedy trainer): seconds training, waiting for input or credit, and the rest of the " +
 		"pre-training time (first finished repeat of each cell).\n")
-	png, err := a.grid(func(r *Result, title string) (*plot.Plot, error) {
+	png, err := a.grid(func(r *dbn.Result, title string) (*plot.Plot, error) {
 		p := newPlot(title, "RBM", "seconds", true)
 		var busy, wait, rest []float64
 		var names []string
@@ -730,7 +732,7 @@ func (a *analysis) timeGoes(md *strings.Builder, add plotAdder) {
 	add(plotBusy, "busy vs waiting seconds per slave", png, err)
 }
 
-func totalBusy(r *Result) (float64, bool) {
+func totalBusy(r *dbn.Result) (float64, bool) {
 	s := 0.0
 	for _, b := range r.RBMs {
 		s += b.BusySeconds
@@ -738,7 +740,7 @@ func totalBusy(r *Result) (float64, bool) {
 	return s, len(r.RBMs) > 0
 }
 
-func totalWait(r *Result) (float64, bool) {
+func totalWait(r *dbn.Result) (float64, bool) {
 	s := 0.0
 	for _, b := range r.RBMs {
 		s += b.WaitSeconds
@@ -751,7 +753,7 @@ const maxGrid = 8
 
 // grid draws one panel per cell (rows = groups, columns = depths) from the
 // first finished run of the cell; nil, nil when there is none.
-func (a *analysis) grid(panel func(r *Result, title string) (*plot.Plot, error)) ([]byte, error) {
+func (a *analysis) grid(panel func(r *dbn.Result, title string) (*plot.Plot, error)) ([]byte, error) {
 	var plots [][]*plot.Plot
 	drawn := false
 	for gi, g := range a.groups {
@@ -859,7 +861,7 @@ func (a *analysis) recon(md *strings.Builder, add plotAdder) {
 	}
 	md.WriteString("\nReconstruction error per epoch of each RBM (first finished repeat of each cell). In the pipelined schedule an " +
 		"upper RBM's error is measured on input that moves while the RBMs below learn, so it may rise.\n")
-	png, err := a.grid(func(r *Result, title string) (*plot.Plot, error) {
+	png, err := a.grid(func(r *dbn.Result, title string) (*plot.Plot, error) {
 		p := newPlot(title, "epoch", "recon. error", true)
 		p.X.Tick.Marker = integerTicks{}
 		for i, b := range r.RBMs {

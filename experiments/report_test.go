@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/dbn"
+	"github.com/pipedbn/pipedbn/internal/atomicfile"
 )
 
 // fabricate makes the rows of a finished sweep of plan from fakeResult.
@@ -19,10 +21,10 @@ func fabricate(t *testing.T, p *SweepPlan) []SweepRow {
 		if err := os.MkdirAll(p.runDir(&r), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := writeJSON(filepath.Join(p.runDir(&r), "result.json"), res); err != nil {
+		if err := atomicfile.WriteJSON(filepath.Join(p.runDir(&r), "result.json"), res); err != nil {
 			t.Fatal(err)
 		}
-		back, err := ReadResult(filepath.Join(p.runDir(&r), "result.json"))
+		back, err := dbn.ReadResult(filepath.Join(p.runDir(&r), "result.json"))
 		if err != nil {
 			t.Fatal(err)
 		}

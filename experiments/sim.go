@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/dbn"
 )
 
 // The cluster simulator predicts pre-training times where one box cannot
@@ -192,7 +193,7 @@ func windowsOf(cfg *config.Config, n int) int {
 // over its windows, and the rest of the run, beyond training, is the
 // transforms, shared out in proportion to the RBMs' sizes. Message sizes
 // follow from the layer sizes (float32 middle results and biases).
-func SimJobFromGreedy(cfg *config.Config, res *Result) SimJob {
+func SimJobFromGreedy(cfg *config.Config, res *dbn.Result) SimJob {
 	p := cfg.Pretrain
 	rows := float64(p.KBatches * p.BatchSize)
 	if n := float64(res.Data.Train); n < rows {

@@ -2,8 +2,27 @@ package experiments
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/dbn"
 )
+
+// loadConfig writes a config file and loads it with overrides.
+func loadConfig(t *testing.T, body string, sets ...string) *config.Config {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "test.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(p, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
 
 func equalJob(l, windows int, compute float64, credits int) SimJob {
 	j := SimJob{Windows: windows, Credits: credits}
@@ -83,8 +102,8 @@ func TestSimCalibrate(t *testing.T) {
 func TestSimJobFromGreedy(t *testing.T) {
 	t.Parallel()
 	cfg := loadConfig(t, "data: {source: synthetic}\ndbn: {layers: [100, 50, 50]}\npretrain: {epochs: 2, batch_size: 10, k_batches: 2}\n")
-	res := &Result{Layers: []int{100, 50, 50}, PretrainSeconds: 30, Data: DataInfo{Train: 95},
-		RBMs: []RBMResult{{Visible: 100, Hidden: 50, BusySeconds: 20}, {Visible: 50, Hidden: 50, BusySeconds: 8}}}
+	res := &dbn.Result{Layers: []int{100, 50, 50}, PretrainSeconds: 30, Data: dbn.DataInfo{Train: 95},
+		RBMs: []dbn.RBMResult{{Visible: 100, Hidden: 50, BusySeconds: 20}, {Visible: 50, Hidden: 50, BusySeconds: 8}}}
 	j := SimJobFromGreedy(cfg, res)
 	// 95 examples: 10 mini-batches, 5 windows per epoch, 10 in all.
 	if j.Windows != 10 || !near(j.Stages[0].Compute, 2) || !near(j.Stages[1].Compute, 0.8) || !near(j.Stages[0].Transform, 2) ||

@@ -4,10 +4,11 @@ import (
 	"bytes"
 	"encoding/csv"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/pipedbn/pipedbn/internal/atomicfile"
 )
 
 // SweepCSVColumns are the columns of sweep.csv after the swept keys (which
@@ -26,7 +27,7 @@ func WriteSweepOutputs(plan *SweepPlan, rows []SweepRow, regenerate string) erro
 	if err != nil {
 		return err
 	}
-	if err := writePublic(filepath.Join(plan.Dir, "sweep.csv"), b); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(plan.Dir, "sweep.csv"), b); err != nil {
 		return err
 	}
 	_, err = WriteReport(plan, rows, regenerate)
@@ -82,15 +83,6 @@ func SweepCSV(plan *SweepPlan, rows []SweepRow) ([]byte, error) {
 	}
 	w.Flush()
 	return buf.Bytes(), w.Error()
-}
-
-// writePublic writes a file others may read: a sweep's outputs are for
-// sharing.
-func writePublic(path string, b []byte) error {
-	if err := writeFileAtomic(path, b); err != nil {
-		return err
-	}
-	return os.Chmod(path, 0o644)
 }
 
 // layersText writes layer sizes as YAML flow: [784, 500, 500].

@@ -18,6 +18,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/dbn"
+	"github.com/pipedbn/pipedbn/internal/atomicfile"
 )
 
 // RunStatus is what became of one run of a sweep.
@@ -61,7 +63,7 @@ type SweepRow struct {
 	// WallSeconds is how long the run's process took (0 when reused).
 	WallSeconds float64
 	// Result is the run's result.json, when Status is RunDone.
-	Result *Result
+	Result *dbn.Result
 }
 
 // SweepOptions are the parts of a sweep that are not in its config.
@@ -149,7 +151,7 @@ func RunSweep(ctx context.Context, plan *SweepPlan, opt SweepOptions) ([]SweepRo
 	writeCSV := func() {
 		b, err := SweepCSV(plan, rows)
 		if err == nil {
-			err = writePublic(filepath.Join(plan.Dir, "sweep.csv"), b)
+			err = atomicfile.WriteFile(filepath.Join(plan.Dir, "sweep.csv"), b)
 		}
 		if err != nil {
 			log.Error("cannot write sweep.csv", "error", err)
@@ -185,7 +187,7 @@ func RunSweep(ctx context.Context, plan *SweepPlan, opt SweepOptions) ([]SweepRo
 			failed++
 			log.Warn(fmt.Sprintf("run %d of %d failed", row.Index, len(rows)), "run", row.Name, "error", err)
 		default:
-			res, err := ReadResult(filepath.Join(plan.runDir(&row.SweepRun), "result.json"))
+			res, err := dbn.ReadResult(filepath.Join(plan.runDir(&row.SweepRun), "result.json"))
 			if err != nil {
 				row.Status, row.Err = RunFailed, err.Error()
 				failed++
@@ -222,9 +224,9 @@ func RunSweep(ctx context.Context, plan *SweepPlan, opt SweepOptions) ([]SweepRo
 
 // finished returns the result of a run that finished earlier with the same
 // configuration, or nil and, where there is one, why it runs again.
-func finished(plan *SweepPlan, r *SweepRun) (*Result, string) {
+func finished(plan *SweepPlan, r *SweepRun) (*dbn.Result, string) {
 	dir := plan.runDir(r)
-	res, err := ReadResult(filepath.Join(dir, "result.json"))
+	res, err := dbn.ReadResult(filepath.Join(dir, "result.json"))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, ""
@@ -255,7 +257,7 @@ func runChild(ctx context.Context, command []string, plan *SweepPlan, row *Sweep
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(dir, runStamp), stampOf(&row.SweepRun)); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(dir, runStamp), stampOf(&row.SweepRun)); err != nil {
 		return err
 	}
 	os.Remove(filepath.Join(dir, "result.json")) // a stale one must not pass for this run's

@@ -17,6 +17,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/dbn"
+	"github.com/pipedbn/pipedbn/internal/atomicfile"
 )
 
 // The sweep tests run the test binary itself as a fake `master run`: with
@@ -68,7 +70,7 @@ func fakeRun(args []string) int {
 			return 3
 		}
 	}
-	if err := writeJSON(filepath.Join(*out, "result.json"), fakeResult(cfg)); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(*out, "result.json"), fakeResult(cfg)); err != nil {
 		fmt.Fprintf(os.Stderr, "master: %v\n", err)
 		return 1
 	}
@@ -77,7 +79,7 @@ func fakeRun(args []string) int {
 
 // fakeResult makes up a result for cfg: greedy takes 10 s per RBM,
 // pipelined on L machines 11 s, pipelined on one machine 10.5 s per RBM.
-func fakeResult(cfg *config.Config) *Result {
+func fakeResult(cfg *config.Config) *dbn.Result {
 	l := len(cfg.DBN.Layers) - 1
 	secs := 11.0
 	switch SettingOf(cfg) {
@@ -87,21 +89,21 @@ func fakeResult(cfg *config.Config) *Result {
 		secs = 10.5 * float64(l)
 	}
 	secs += float64(cfg.Seed) / 100
-	r := &Result{Name: cfg.Name, Mode: cfg.Pretrain.Mode, Seed: cfg.Seed, Layers: cfg.DBN.Layers, PretrainSeconds: secs,
+	r := &dbn.Result{Name: cfg.Name, Mode: cfg.Pretrain.Mode, Seed: cfg.Seed, Layers: cfg.DBN.Layers, PretrainSeconds: secs,
 		Weights: "weights.npz", CPUsPerWorker: cfg.Cluster.CPUsPerWorker, Colocate: cfg.Cluster.Colocate,
-		Data: DataInfo{Source: "fake", Train: 100, Test: 10, Dim: cfg.DBN.Layers[0]}, BLAS: "none", Config: cfg.File}
+		Data: dbn.DataInfo{Source: "fake", Train: 100, Test: 10, Dim: cfg.DBN.Layers[0]}, BLAS: "none", Config: cfg.File}
 	for i := 1; i <= l; i++ {
 		var recon []float64
 		for e := 0; e < cfg.Pretrain.Epochs; e++ {
 			recon = append(recon, 0.1/float64(i)/float64(e+1))
 		}
-		r.RBMs = append(r.RBMs, RBMResult{Index: i, Visible: cfg.DBN.Layers[i-1], Hidden: cfg.DBN.Layers[i], Worker: fmt.Sprintf("local-%d", i),
+		r.RBMs = append(r.RBMs, dbn.RBMResult{Index: i, Visible: cfg.DBN.Layers[i-1], Hidden: cfg.DBN.Layers[i], Worker: fmt.Sprintf("local-%d", i),
 			Batches: 40, ReconError: recon, BusySeconds: 9.5, WaitSeconds: 0.5 * float64(i), BytesOut: 1000, FinalReconError: 0.05 / float64(i)})
 	}
 	if cfg.Finetune.Epochs > 0 {
 		acc := 0.85 + float64(l)/100
-		r.Finetune = &FinetuneResult{Epochs: cfg.Finetune.Epochs, Seconds: 3, TrainAccuracy: acc + 0.05, TestAccuracy: acc,
-			ValidationAccuracy: acc, History: make([]FinetuneEpoch, cfg.Finetune.Epochs), Init: "pretrained"}
+		r.Finetune = &dbn.FinetuneResult{Epochs: cfg.Finetune.Epochs, Seconds: 3, TrainAccuracy: acc + 0.05, TestAccuracy: acc,
+			ValidationAccuracy: acc, History: make([]dbn.FinetuneEpoch, cfg.Finetune.Epochs), Init: "pretrained"}
 	}
 	return r
 }
@@ -468,7 +470,7 @@ sweep:
       values: [pipelined]
 `))
 	rows := []SweepRow{{SweepRun: p.Runs[0], Status: RunDone, WallSeconds: 3.5, Result: fakeResult(p.Runs[0].Config)}}
-	rows[0].Result.Finetune = &FinetuneResult{History: make([]FinetuneEpoch, 4), Seconds: 2, TrainAccuracy: 0.9, ValidationAccuracy: 0.8, TestAccuracy: 0.85}
+	rows[0].Result.Finetune = &dbn.FinetuneResult{History: make([]dbn.FinetuneEpoch, 4), Seconds: 2, TrainAccuracy: 0.9, ValidationAccuracy: 0.8, TestAccuracy: 0.85}
 	b, err := SweepCSV(p, rows)
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/dbn"
 	"github.com/pipedbn/pipedbn/experiments"
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
 )
@@ -121,18 +122,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	switch cmd {
 	case "run":
-		res, err := experiments.Run(ctx, cfg, experiments.Options{
+		res, err := dbn.Run(ctx, cfg, dbn.Options{
 			Logger: logger, Progress: stderr, Terminal: tty, OutDir: *out,
 		})
 		if err != nil {
 			return err
 		}
-		experiments.PrintSummary(stderr, res)
+		dbn.PrintSummary(stderr, res)
 		return nil
 	case "sweep":
 		dir := *out
 		if dir == "" {
-			dir = experiments.OutDir(cfg)
+			dir = dbn.OutDir(cfg)
 		}
 		plan, err := experiments.PlanSweep(cfg, dir)
 		if err != nil {

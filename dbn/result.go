@@ -1,10 +1,9 @@
-package experiments
+package dbn
 
 import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 )
 
 // Result is a run's result.json (../shared/CONTRACT.md).
@@ -107,37 +106,6 @@ type FinetuneResult struct {
 	PerClass  []float64 `json:"per_class_accuracy"`
 	// Classes names the classes, where the data set has names.
 	Classes []string `json:"classes,omitempty"`
-}
-
-// writeJSON writes v to path through a temporary file and a rename, so a
-// crash never leaves a half-written file behind.
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(path, append(b, '\n'))
-}
-
-func writeFileAtomic(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	// CreateTemp makes the file private; results are for everyone to read.
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // ReadResult reads a result.json.

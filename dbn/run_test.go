@@ -1,4 +1,4 @@
-package experiments
+package dbn
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 var slaveBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "pipedbn-experiments-test")
+	dir, err := os.MkdirTemp("", "pipedbn-dbn-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,4 +1,4 @@
-package experiments
+package dbn
 
 import (
 	"crypto/sha256"
@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/internal/atomicfile"
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
 )
@@ -82,11 +83,7 @@ func openRunState(out string, cfg *config.Config, log hclog.Logger) (*runState, 
 }
 
 func (s *runState) write() error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(s.path, append(b, '\n'))
+	return atomicfile.WriteJSON(s.path, s)
 }
 
 // finish records that the run's pre-training is complete.

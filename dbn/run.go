@@ -1,8 +1,4 @@
-// Package experiments runs pipedbn experiments: one run (load the data,
-// pre-train the DBN greedily or pipelined, fine-tune it, write result.json
-// and weights.npz) or a sweep of runs. The folder also holds the sweep
-// configs and their reports.
-package experiments
+package dbn
 
 import (
 	"context"
@@ -19,6 +15,7 @@ import (
 	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/data"
+	"github.com/pipedbn/pipedbn/internal/atomicfile"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/rbm"
 )
@@ -211,7 +208,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		if err := writeWeights(filepath.Join(out, res.Weights), weights); err != nil {
 			return err
 		}
-		return writeJSON(filepath.Join(out, "result.json"), res)
+		return atomicfile.WriteJSON(filepath.Join(out, "result.json"), res)
 	}
 	if err := save(); err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package experiments
+package dbn
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"reflect"
 
 	"github.com/sbinet/npyio/npz"
+
+	"github.com/pipedbn/pipedbn/internal/atomicfile"
 )
 
 // Array is one named float32 array of weights.npz, row-major.
@@ -24,7 +26,7 @@ func writeWeights(path string, arrays []Array) error {
 		var v any = a.Data
 		if a.Cols > 0 {
 			if len(a.Data) != a.Rows*a.Cols {
-				panic(fmt.Sprintf("experiments: array %s holds %d values, not %dx%d", a.Name, len(a.Data), a.Rows, a.Cols))
+				panic(fmt.Sprintf("dbn: array %s holds %d values, not %dx%d", a.Name, len(a.Data), a.Rows, a.Cols))
 			}
 			v = matrix(a.Data, a.Rows, a.Cols)
 		}
@@ -35,7 +37,7 @@ func writeWeights(path string, arrays []Array) error {
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return writeFileAtomic(path, buf.Bytes())
+	return atomicfile.WriteFile(path, buf.Bytes())
 }
 
 // matrix returns data as a []([cols]float32) made at run time: npyio writes
