@@ -19,10 +19,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/term"
 
+	"github.com/pipedbn/pipedbn/cmd/internal/slavecmd"
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/dbn"
 	"github.com/pipedbn/pipedbn/experiments"
-	"github.com/pipedbn/pipedbn/pipeline/natsnet"
 )
 
 const usage = `usage:
@@ -72,8 +72,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		// The master starts its local slaves as `master slave ...`: the
 		// same program as cmd/slave, so `go run ./cmd/master` needs no
 		// second binary.
-		err := natsnet.SlaveMain(ctx, args, stderr)
-		if errors.Is(err, natsnet.ErrUsage) {
+		err := slavecmd.Main(ctx, args, stderr)
+		if errors.Is(err, slavecmd.ErrUsage) {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 		return err

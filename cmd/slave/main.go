@@ -2,7 +2,7 @@
 // it: it receives RBM_{i-1}'s middle results over NATS, trains RBM_i with
 // CD-k, and streams its own middle results and hidden biases to slave i+1.
 //
-//	slave [--nats URL] [--name NAME] [--threads N] [--join-timeout 60s]
+//	slave [--nats URL] [--name NAME] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s]
 package main
 
 import (
@@ -14,17 +14,17 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/pipedbn/pipedbn/pipeline/natsnet"
+	"github.com/pipedbn/pipedbn/cmd/internal/slavecmd"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := natsnet.SlaveMain(ctx, os.Args[1:], os.Stderr)
+	err := slavecmd.Main(ctx, os.Args[1:], os.Stderr)
 	stop()
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
-	case errors.Is(err, natsnet.ErrUsage):
-		fmt.Fprintf(os.Stderr, "slave: %v\n%s", err, natsnet.SlaveUsage)
+	case errors.Is(err, slavecmd.ErrUsage):
+		fmt.Fprintf(os.Stderr, "slave: %v\n%s", err, slavecmd.Usage)
 		os.Exit(2)
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(os.Stderr, "slave: interrupted")

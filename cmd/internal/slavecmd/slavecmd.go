@@ -1,6 +1,11 @@
-package natsnet
+// Package slavecmd is the slave command: its flags, environment and logger,
+// wired to natsnet's slave. Both commands run it: cmd/slave is the
+// standalone binary, and `master slave ...` is how the master starts its
+// local slaves, so that `go run ./cmd/master` needs no second binary.
+package slavecmd
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -8,27 +13,28 @@ import (
 	"os"
 	"time"
 
-	"context"
-
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/pipedbn/pipedbn/pipeline/natsnet"
 )
 
-// SlaveUsage is the slave command's synopsis.
-const SlaveUsage = "usage: slave [--nats URL] [--name NAME] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--window-delay 0s] [--status-every 1s] [--log-level info]\n"
+// Usage is the slave command's synopsis.
+const Usage = "usage: slave [--nats URL] [--name NAME] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--window-delay 0s] [--status-every 1s] [--log-level info]\n"
 
 // ErrUsage marks a bad slave command line.
 var ErrUsage = errors.New("usage")
 
-// SlaveMain parses a slave command line and runs the slave: the body of
-// cmd/slave, shared with the master, which starts its local slaves as
-// `master slave ...` processes.
-func SlaveMain(ctx context.Context, args []string, stderr io.Writer) error {
+// Main parses a slave command line (args without the program name), builds
+// the slave's logger on stderr and runs the slave until its run ends (with
+// --serve, until ctx ends). A bad command line gives an error wrapping
+// ErrUsage; -h gives flag.ErrHelp.
+func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("slave", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	host, _ := os.Hostname()
 	url := fs.String("nats", envOr("PIPEDBN_CLUSTER_NATS_URL", "nats://127.0.0.1:4222"), "NATS server `URL` (env PIPEDBN_CLUSTER_NATS_URL)")
 	name := fs.String("name", os.Getenv("PIPEDBN_SLAVE_NAME"), "slave `NAME`: letters, digits, '_' and '-' (env PIPEDBN_SLAVE_NAME; default: the user of the claimed identity with --credentials, else hostname-pid)")
-	credsFile := fs.String("credentials", os.Getenv(CredentialsEnv), "`FILE` of NATS identities, one user:password a line: the slave claims a free one and takes its user as name (env "+CredentialsEnv+")")
+	credsFile := fs.String("credentials", os.Getenv(natsnet.CredentialsEnv), "`FILE` of NATS identities, one user:password a line: the slave claims a free one and takes its user as name (env "+natsnet.CredentialsEnv+")")
 	serve := fs.Bool("serve", false, "after a run, wait for the next master instead of exiting")
 	threads := fs.Int("threads", 0, "BLAS threads; 0: one per CPU")
 	join := fs.Duration("join-timeout", 60*time.Second, "how long to wait for a master to answer and assign an RBM")
@@ -48,10 +54,10 @@ func SlaveMain(ctx context.Context, args []string, stderr io.Writer) error {
 	if lvl == hclog.NoLevel {
 		return fmt.Errorf("%w: --log-level %q: want trace, debug, info, warn or error", ErrUsage, *level)
 	}
-	var creds []Credential
+	var creds []natsnet.Credential
 	if *credsFile != "" {
 		var err error
-		if creds, err = ReadCredentials(*credsFile); err != nil {
+		if creds, err = natsnet.ReadCredentials(*credsFile); err != nil {
 			return err
 		}
 	} else if *name == "" {
@@ -62,11 +68,11 @@ func SlaveMain(ctx context.Context, args []string, stderr io.Writer) error {
 		logName += "." + *name
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: logName, Level: lvl, Output: stderr})
-	opt := SlaveOptions{URL: *url, Name: *name, Credentials: creds, Threads: *threads, JoinTimeout: *join, Logger: log, WindowDelay: *delay, StatusEvery: *statusEvery}
+	opt := natsnet.SlaveOptions{URL: *url, Name: *name, Credentials: creds, Threads: *threads, JoinTimeout: *join, Logger: log, WindowDelay: *delay, StatusEvery: *statusEvery}
 	if *serve {
-		return ServeSlave(ctx, opt)
+		return natsnet.ServeSlave(ctx, opt)
 	}
-	return RunSlave(ctx, opt)
+	return natsnet.RunSlave(ctx, opt)
 }
 
 func envOr(key, def string) string {
