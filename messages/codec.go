@@ -11,7 +11,7 @@ import (
 
 // Version is the version of the wire format that Encode writes and Decode
 // accepts. Change it whenever a body layout changes.
-const Version uint16 = 2
+const Version uint16 = 3
 
 const (
 	magic = "PDBN"
@@ -65,20 +65,20 @@ func Encode(m Message) ([]byte, error) {
 	if err := m.validate(); err != nil {
 		return nil, fmt.Errorf("encode %v: %w", k, err)
 	}
-	w := writer{b: make([]byte, headerSize, headerSize+bodySizeHint(m)+trailerSize)}
-	copy(w.b, magic)
-	binary.LittleEndian.PutUint16(w.b[4:], Version)
-	w.b[6] = byte(k)
-	m.encode(&w)
-	if w.err != nil {
-		return nil, fmt.Errorf("encode %v: %w", k, w.err)
+	c := coder{b: make([]byte, headerSize, headerSize+bodySizeHint(m)+trailerSize)}
+	copy(c.b, magic)
+	binary.LittleEndian.PutUint16(c.b[4:], Version)
+	c.b[6] = byte(k)
+	m.fields(&c)
+	if c.err != nil {
+		return nil, fmt.Errorf("encode %v: %w", k, c.err)
 	}
-	body := len(w.b) - headerSize
+	body := len(c.b) - headerSize
 	if uint64(body) > math.MaxUint32 {
 		return nil, fmt.Errorf("encode %v: body of %d bytes: %w", k, body, ErrTooLarge)
 	}
-	binary.LittleEndian.PutUint32(w.b[7:], uint32(body))
-	return binary.LittleEndian.AppendUint32(w.b, crc32.Checksum(w.b, castagnoli)), nil
+	binary.LittleEndian.PutUint32(c.b[7:], uint32(body))
+	return binary.LittleEndian.AppendUint32(c.b, crc32.Checksum(c.b, castagnoli)), nil
 }
 
 // Decode parses one message in the wire format; b must hold exactly one.
@@ -113,13 +113,13 @@ func Decode(b []byte) (Message, error) {
 	if m == nil {
 		return nil, fmt.Errorf("decode: %v: %w", k, ErrKind)
 	}
-	r := reader{b: b[headerSize:end], kind: k}
-	m.decode(&r)
-	if r.err != nil {
-		return nil, r.err
+	c := coder{reading: true, b: b[headerSize:end]}
+	m.fields(&c)
+	if c.err != nil {
+		return nil, fmt.Errorf("decode %v: %w", k, c.err)
 	}
-	if len(r.b) != 0 {
-		return nil, fmt.Errorf("decode %v: %d bytes after the last field: %w", k, len(r.b), ErrTrailing)
+	if len(c.b) != 0 {
+		return nil, fmt.Errorf("decode %v: %d bytes after the last field: %w", k, len(c.b), ErrTrailing)
 	}
 	if err := m.validate(); err != nil {
 		return nil, fmt.Errorf("decode %v: %w", k, err)
@@ -137,68 +137,254 @@ func bodySizeHint(m Message) int {
 		return small + 4*(len(m.W)+len(m.A)+len(m.B)) + 8*len(m.ReconErrors)
 	case *Status:
 		return small + 8*len(m.ReconErrors)
+	case *Checkpoint:
+		return small + 4*(len(m.W)+len(m.A)+len(m.B)+len(m.VelW)+len(m.VelA)+len(m.VelB)+len(m.RNG)) + 8*len(m.ReconErrors)
 	}
 	return small
 }
 
-// writer appends fields to a buffer in the wire format.
-type writer struct {
+// coder writes the fields of a message body or reads them back, one field
+// list per kind (its fields method) serving both, so that encoding and
+// decoding cannot drift apart. Writing, it appends *v to b and never
+// changes the message, which may be shared; reading, it consumes b and
+// stores into *v. The first failure is kept in err; after it every call
+// does nothing, so fields methods need no error checks of their own, and a
+// field that was not read keeps its zero value.
+type coder struct {
+	reading bool
+	// b is the encoding so far when writing, the unread rest of the body
+	// when reading.
 	b   []byte
 	err error
 }
 
-func (w *writer) u8(v uint8)   { w.b = append(w.b, v) }
-func (w *writer) u16(v uint16) { w.b = binary.LittleEndian.AppendUint16(w.b, v) }
-func (w *writer) u32(v uint32) { w.b = binary.LittleEndian.AppendUint32(w.b, v) }
-func (w *writer) u64(v uint64) { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
-
-// int writes v as an int64, whatever the size of int.
-func (w *writer) int(v int)     { w.u64(uint64(int64(v))) }
-func (w *writer) f64(v float64) { w.u64(math.Float64bits(v)) }
-
-func (w *writer) str(s string) {
-	w.length(len(s))
-	w.b = append(w.b, s...)
-}
-
-func (w *writer) bool(v bool) {
-	if v {
-		w.u8(1)
-	} else {
-		w.u8(0)
+func (c *coder) fail(field string, format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("%s: "+format, append([]any{field}, args...)...)
 	}
 }
 
-func (w *writer) u32s(v []uint32) {
-	w.length(len(v))
-	extend(w, v, 4, func(b []byte, x uint32) { binary.LittleEndian.PutUint32(b, x) })
+// take consumes n bytes, or records ErrTruncated if fewer are left. Every
+// length read from the input passes through here before anything is
+// allocated for it.
+func (c *coder) take(field string, n uint64) []byte {
+	if c.err != nil {
+		return nil
+	}
+	if n > uint64(len(c.b)) {
+		c.fail(field, "need %d bytes, have %d: %w", n, len(c.b), ErrTruncated)
+		return nil
+	}
+	p := c.b[:n:n]
+	c.b = c.b[n:]
+	return p
 }
 
-func (w *writer) ints(v []int) {
-	w.length(len(v))
-	extend(w, v, 8, func(b []byte, x int) { binary.LittleEndian.PutUint64(b, uint64(int64(x))) })
+func (c *coder) u8(v *uint8, field string) {
+	if !c.reading {
+		c.b = append(c.b, *v)
+	} else if p := c.take(field, 1); p != nil {
+		*v = p[0]
+	}
 }
 
-func (w *writer) f64s(v []float64) {
-	w.length(len(v))
-	extend(w, v, 8, func(b []byte, x float64) { binary.LittleEndian.PutUint64(b, math.Float64bits(x)) })
+func (c *coder) u16(v *uint16, field string) {
+	if !c.reading {
+		c.b = binary.LittleEndian.AppendUint16(c.b, *v)
+	} else if p := c.take(field, 2); p != nil {
+		*v = binary.LittleEndian.Uint16(p)
+	}
+}
+
+func (c *coder) u32(v *uint32, field string) {
+	if !c.reading {
+		c.b = binary.LittleEndian.AppendUint32(c.b, *v)
+	} else if p := c.take(field, 4); p != nil {
+		*v = binary.LittleEndian.Uint32(p)
+	}
+}
+
+func (c *coder) u64(v *uint64, field string) {
+	if !c.reading {
+		c.b = binary.LittleEndian.AppendUint64(c.b, *v)
+	} else if p := c.take(field, 8); p != nil {
+		*v = binary.LittleEndian.Uint64(p)
+	}
+}
+
+func (c *coder) f64(v *float64, field string) {
+	if !c.reading {
+		c.b = binary.LittleEndian.AppendUint64(c.b, math.Float64bits(*v))
+	} else if p := c.take(field, 8); p != nil {
+		*v = math.Float64frombits(binary.LittleEndian.Uint64(p))
+	}
+}
+
+// int codes v as an int64, whatever the size of int; reading, a value that
+// does not fit an int fails with ErrInvalid.
+func (c *coder) int(v *int, field string) {
+	if !c.reading {
+		c.b = binary.LittleEndian.AppendUint64(c.b, uint64(int64(*v)))
+	} else if p := c.take(field, 8); p != nil {
+		*v = c.toInt(int64(binary.LittleEndian.Uint64(p)), field)
+	}
+}
+
+func (c *coder) toInt(x int64, field string) int {
+	if int64(int(x)) != x {
+		c.fail(field, "%d overflows int: %w", x, ErrInvalid)
+		return 0
+	}
+	return int(x)
+}
+
+// bool codes v as one byte; reading, only 0 and 1 are accepted, so that
+// the encoding stays canonical.
+func (c *coder) bool(v *bool, field string) {
+	if !c.reading {
+		if *v {
+			c.b = append(c.b, 1)
+		} else {
+			c.b = append(c.b, 0)
+		}
+	} else if p := c.take(field, 1); p != nil {
+		if p[0] > 1 {
+			c.fail(field, "%d is not a boolean: %w", p[0], ErrInvalid)
+			return
+		}
+		*v = p[0] == 1
+	}
+}
+
+func (c *coder) str(v *string, field string) {
+	if !c.reading {
+		c.length(len(*v), field)
+		c.b = append(c.b, *v...)
+		return
+	}
+	var n uint32
+	c.u32(&n, field)
+	if p := c.take(field, uint64(n)); p != nil {
+		*v = string(p)
+	}
 }
 
 // length writes the uint32 length prefix of a string or slice.
-func (w *writer) length(n int) {
-	if uint64(n) > math.MaxUint32 && w.err == nil {
-		w.err = fmt.Errorf("%d elements, more than a uint32 length prefix holds: %w", n, ErrTooLarge)
+func (c *coder) length(n int, field string) {
+	if uint64(n) > math.MaxUint32 {
+		c.fail(field, "%d elements, more than a uint32 length prefix holds: %w", n, ErrTooLarge)
 	}
-	w.u32(uint32(n))
+	c.b = binary.LittleEndian.AppendUint32(c.b, uint32(n))
 }
 
-// f32s writes a length-prefixed float32 array as raw little-endian bits.
-// It is the hot path of Encode for chunks and weights.
-func (w *writer) f32s(v []float32) {
-	w.length(len(v))
-	n := len(w.b)
-	w.b = grow(w.b, 4*len(v))
-	putFloat32s(w.b[n:], v)
+// put writes the length prefix of a slice of n size-byte elements and
+// returns the room for them, reallocating at most once.
+func (c *coder) put(n, size int, field string) []byte {
+	c.length(n, field)
+	at := len(c.b)
+	c.b = grow(c.b, size*n)
+	return c.b[at:]
+}
+
+// get reads a length-prefixed array of size-byte elements and returns its
+// count and bytes, checking that the bytes are present before the caller
+// allocates; an empty array gives 0, nil.
+func (c *coder) get(field string, size uint64) (int, []byte) {
+	var n uint32
+	c.u32(&n, field)
+	p := c.take(field, uint64(n)*size)
+	if p == nil || n == 0 {
+		return 0, nil
+	}
+	return int(n), p
+}
+
+// f32s codes a length-prefixed float32 array as raw little-endian bits. It
+// is the hot path of chunks and weights: one tight loop each way, no call
+// per element. An empty array reads back as nil.
+func (c *coder) f32s(v *[]float32, field string) {
+	if !c.reading {
+		putFloat32s(c.put(len(*v), 4, field), *v)
+	} else if n, p := c.get(field, 4); n > 0 {
+		*v = make([]float32, n)
+		getFloat32s(*v, p)
+	}
+}
+
+func (c *coder) f64s(v *[]float64, field string) {
+	if !c.reading {
+		dst := c.put(len(*v), 8, field)
+		for i, x := range *v {
+			binary.LittleEndian.PutUint64(dst[8*i:], math.Float64bits(x))
+		}
+	} else if n, p := c.get(field, 8); n > 0 {
+		s := make([]float64, n)
+		for i := range s {
+			s[i] = math.Float64frombits(binary.LittleEndian.Uint64(p[8*i:]))
+		}
+		*v = s
+	}
+}
+
+func (c *coder) u32s(v *[]uint32, field string) {
+	if !c.reading {
+		dst := c.put(len(*v), 4, field)
+		for i, x := range *v {
+			binary.LittleEndian.PutUint32(dst[4*i:], x)
+		}
+	} else if n, p := c.get(field, 4); n > 0 {
+		s := make([]uint32, n)
+		for i := range s {
+			s[i] = binary.LittleEndian.Uint32(p[4*i:])
+		}
+		*v = s
+	}
+}
+
+// ints codes each element as an int64, like int.
+func (c *coder) ints(v *[]int, field string) {
+	if !c.reading {
+		dst := c.put(len(*v), 8, field)
+		for i, x := range *v {
+			binary.LittleEndian.PutUint64(dst[8*i:], uint64(int64(x)))
+		}
+	} else if n, p := c.get(field, 8); n > 0 {
+		s := make([]int, n)
+		for i := range s {
+			x := int64(binary.LittleEndian.Uint64(p[8*i:]))
+			if s[i] = int(x); int64(s[i]) != x {
+				c.fail(fmt.Sprintf("%s[%d]", field, i), "%d overflows int: %w", x, ErrInvalid)
+				return
+			}
+		}
+		*v = s
+	}
+}
+
+// maxRejectReasons bounds the rejection counts a Status may carry: a later
+// format may add reasons, but never this many.
+const maxRejectReasons = 32
+
+// rejections codes v as a length-prefixed list of uint64 counts, one per
+// RejectReason in order. Reading, it accepts up to maxRejectReasons counts:
+// missing ones stay zero and those of reasons this version does not know
+// are dropped.
+func (c *coder) rejections(v *Rejections, field string) {
+	if !c.reading {
+		dst := c.put(len(v), 8, field)
+		for i, x := range v {
+			binary.LittleEndian.PutUint64(dst[8*i:], x)
+		}
+		return
+	}
+	n, p := c.get(field, 8)
+	if n > maxRejectReasons {
+		c.fail(field, "%d counts, more than %d: %w", n, maxRejectReasons, ErrInvalid)
+		return
+	}
+	for i := range min(n, len(v)) {
+		v[i] = binary.LittleEndian.Uint64(p[8*i:])
+	}
 }
 
 // putFloat32s stores v in dst as little-endian bits. Four values a step
@@ -234,15 +420,6 @@ func getFloat32s(dst []float32, src []byte) {
 	}
 }
 
-// extend appends size bytes per element of v, written by put.
-func extend[T any](w *writer, v []T, size int, put func([]byte, T)) {
-	n := len(w.b)
-	w.b = grow(w.b, size*len(v))
-	for i, x := range v {
-		put(w.b[n+size*i:], x)
-	}
-}
-
 // grow extends b by n bytes, reallocating at most once.
 func grow(b []byte, n int) []byte {
 	if cap(b)-len(b) < n {
@@ -251,146 +428,4 @@ func grow(b []byte, n int) []byte {
 		b = nb
 	}
 	return b[:len(b)+n]
-}
-
-// reader consumes fields of one body. The first failure is kept in err;
-// after it every read returns a zero value, so decode methods need no error
-// checks of their own.
-type reader struct {
-	b    []byte
-	kind Kind
-	err  error
-}
-
-// take consumes n bytes, or records ErrTruncated if fewer are left. Every
-// length read from the input passes through here before anything is
-// allocated for it.
-func (r *reader) take(field string, n uint64) []byte {
-	if r.err != nil {
-		return nil
-	}
-	if n > uint64(len(r.b)) {
-		r.err = fmt.Errorf("decode %v: %s: need %d bytes, have %d: %w", r.kind, field, n, len(r.b), ErrTruncated)
-		return nil
-	}
-	p := r.b[:n:n]
-	r.b = r.b[n:]
-	return p
-}
-
-func (r *reader) u8(field string) uint8 {
-	if p := r.take(field, 1); p != nil {
-		return p[0]
-	}
-	return 0
-}
-
-func (r *reader) u16(field string) uint16 {
-	if p := r.take(field, 2); p != nil {
-		return binary.LittleEndian.Uint16(p)
-	}
-	return 0
-}
-
-func (r *reader) u32(field string) uint32 {
-	if p := r.take(field, 4); p != nil {
-		return binary.LittleEndian.Uint32(p)
-	}
-	return 0
-}
-
-func (r *reader) u64(field string) uint64 {
-	if p := r.take(field, 8); p != nil {
-		return binary.LittleEndian.Uint64(p)
-	}
-	return 0
-}
-
-func (r *reader) f64(field string) float64 { return math.Float64frombits(r.u64(field)) }
-
-// int reads an int64 and fails with ErrInvalid if it does not fit an int.
-func (r *reader) int(field string) int {
-	v := int64(r.u64(field))
-	if int64(int(v)) != v && r.err == nil {
-		r.err = fmt.Errorf("decode %v: %s: %d overflows int: %w", r.kind, field, v, ErrInvalid)
-	}
-	return int(v)
-}
-
-func (r *reader) str(field string) string {
-	n := r.u32(field)
-	return string(r.take(field, uint64(n)))
-}
-
-// array consumes a length-prefixed array of size-byte elements and returns
-// its count and bytes, checking the bytes are present before the caller
-// allocates.
-func (r *reader) array(field string, size uint64) (int, []byte) {
-	n := uint64(r.u32(field))
-	p := r.take(field, n*size)
-	if p == nil || n == 0 {
-		return 0, nil
-	}
-	return int(n), p
-}
-
-func (r *reader) f32s(field string) []float32 {
-	n, p := r.array(field, 4)
-	if n == 0 {
-		return nil
-	}
-	v := make([]float32, n)
-	getFloat32s(v, p)
-	return v
-}
-
-func (r *reader) f64s(field string) []float64 {
-	n, p := r.array(field, 8)
-	if n == 0 {
-		return nil
-	}
-	v := make([]float64, n)
-	for i := range v {
-		v[i] = math.Float64frombits(binary.LittleEndian.Uint64(p[8*i:]))
-	}
-	return v
-}
-
-// bool reads a byte that must be 0 or 1, so that the encoding stays
-// canonical.
-func (r *reader) bool(field string) bool {
-	v := r.u8(field)
-	if v > 1 && r.err == nil {
-		r.err = fmt.Errorf("decode %v: %s: %d is not a boolean: %w", r.kind, field, v, ErrInvalid)
-	}
-	return v == 1
-}
-
-func (r *reader) u32s(field string) []uint32 {
-	n, p := r.array(field, 4)
-	if n == 0 {
-		return nil
-	}
-	v := make([]uint32, n)
-	for i := range v {
-		v[i] = binary.LittleEndian.Uint32(p[4*i:])
-	}
-	return v
-}
-
-func (r *reader) ints(field string) []int {
-	n, p := r.array(field, 8)
-	if n == 0 {
-		return nil
-	}
-	v := make([]int, n)
-	for i := range v {
-		x := int64(binary.LittleEndian.Uint64(p[8*i:]))
-		if int64(int(x)) != x {
-			r.err = fmt.Errorf("decode %v: %s[%d]: %d overflows int: %w", r.kind, field, i, x, ErrInvalid)
-			return nil
-		}
-		v[i] = int(x)
-	}
-	return v
 }

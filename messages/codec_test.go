@@ -6,7 +6,6 @@ import (
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
-	"reflect"
 	"testing"
 )
 
@@ -19,16 +18,17 @@ func testChunk(seed uint64, cols int, batchRows ...int) *Chunk {
 		rows += n
 	}
 	c := &Chunk{
-		RunID:      "quickstart-20250101T120000",
-		RBM:        1,
-		Epoch:      3,
-		Seq:        47,
-		FirstBatch: 230,
-		Rows:       rows,
-		Cols:       cols,
-		Data:       make([]float32, rows*cols),
-		BatchRows:  batchRows,
-		Bias:       make([]float32, cols),
+		RunID:       "quickstart-20250101T120000",
+		Incarnation: 2,
+		RBM:         1,
+		Epoch:       3,
+		Seq:         47,
+		FirstBatch:  230,
+		Rows:        rows,
+		Cols:        cols,
+		Data:        make([]float32, rows*cols),
+		BatchRows:   batchRows,
+		Bias:        make([]float32, cols),
 	}
 	for i := range c.Data {
 		c.Data[i] = rng.Float32()
@@ -42,7 +42,7 @@ func testChunk(seed uint64, cols int, batchRows ...int) *Chunk {
 func testWeights(visible, hidden int) *Weights {
 	rng := rand.New(rand.NewPCG(7, 7))
 	w := &Weights{
-		RunID: "quickstart-20250101T120000", RBM: 2, Visible: visible, Hidden: hidden,
+		RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Visible: visible, Hidden: hidden,
 		W: make([]float32, visible*hidden), A: make([]float32, visible), B: make([]float32, hidden),
 		ReconErrors: []float64{0.0712, 0.0523, 0.0488},
 		Batches:     705, BusySeconds: 11.04, WaitSeconds: 0.41, BytesIn: 183_500_800, BytesOut: 125_440_000,
@@ -59,57 +59,37 @@ func testWeights(visible, hidden int) *Weights {
 	return w
 }
 
-// testMessages returns one real-looking message of every kind.
+// testMessages returns real-looking messages: one of every kind with every
+// field set (TestRoundTrip checks that), and a few sparse ones.
 func testMessages() []Message {
 	return []Message{
 		&Register{Name: "slave-3", Host: "node07.cluster", CPUs: 4, PID: 41235, Protocol: Version},
 		&Assign{
-			RunID: "quickstart-20250101T120000", RBM: 2, RBMs: 3, Visible: 500, Hidden: 500,
+			RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, RBMs: 3, Visible: 500, Hidden: 500,
 			Units: UnitsBernoulli, Epochs: 20, BatchSize: 256, K: 10, CDK: 1, Middle: MiddleProbabilities,
 			LearningRate: Schedule{Initial: 0.015, Final: 0.002}, Momentum: Schedule{Initial: 0.5, Final: 0.9},
 			WeightDecay: 0.0002, Seed: 1, BatchesPerEpoch: 235, RowsPerEpoch: 60000,
 			Upstream: "slave-1", Downstream: "slave-3", Credits: 4, CheckpointEvery: 5, Resume: true,
 		},
 		testChunk(1, 16, 8, 8, 3),
-		&EndOfEpoch{RunID: "quickstart-20250101T120000", RBM: 1, Epoch: 3, Windows: 96},
-		&EndOfStream{RunID: "quickstart-20250101T120000", RBM: 1, Epoch: 20, Windows: 480},
-		&Credit{RunID: "quickstart-20250101T120000", RBM: 1, UpTo: 50, Next: 47, Durable: 40, Resend: true},
+		&EndOfStream{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 1, Epoch: 20, Windows: 480},
+		&Credit{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 1, UpTo: 50, Next: 47, Durable: 40, Resend: true},
 		&Status{
-			RunID: "quickstart-20250101T120000", RBM: 2, Slave: "slave-2", State: StateWaitingInput,
+			RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Slave: "slave-2", State: StateWaitingInput,
 			Epoch: 4, Batches: 801, ReconError: 0.0391, ReconErrors: []float64{0.061, 0.047, 0.042},
 			BusySeconds: 31.5, WaitSeconds: 2.25, BytesIn: 98_000_000, BytesOut: 97_000_000,
+			Rejected: Rejections{RejectCorrupt: 3, RejectForeign: 1, RejectShape: 2, RejectDuplicate: 17, RejectGap: 5, RejectStale: 4},
 		},
 		&Status{Slave: "slave-9", State: StateIdle},
 		testWeights(7, 5),
+		&Error{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 3, Text: "interrupt (at window 40)", Stopped: true},
 		&Error{RunID: "quickstart-20250101T120000", RBM: 3, Text: "rbm: reconstruction error is NaN at epoch 2"},
-		&Heartbeat{RunID: "quickstart-20250101T120000", Name: "master", UnixNano: 1735732800123456789},
-		&Stop{RunID: "quickstart-20250101T120000", Reason: "slave-2 failed"},
+		&Stop{RunID: "quickstart-20250101T120000", Incarnation: 2, Reason: "slave-2 failed"},
 		testCheckpoint(6, 4),
 		&Checkpoint{RunID: "quickstart-20250101T120000", RBM: 2},
-		&CheckpointAck{RunID: "quickstart-20250101T120000", RBM: 2, Windows: 40},
-	}
-}
-
-func TestRoundTrip(t *testing.T) {
-	t.Parallel()
-	for _, m := range testMessages() {
-		t.Run(m.Kind().String(), func(t *testing.T) {
-			t.Parallel()
-			b, err := Encode(m)
-			if err != nil {
-				t.Fatalf("Encode(%v) error: %v", m.Kind(), err)
-			}
-			got, err := Decode(b)
-			if err != nil {
-				t.Fatalf("Decode(Encode(%v)) error: %v", m.Kind(), err)
-			}
-			if !reflect.DeepEqual(got, m) {
-				t.Errorf("Decode(Encode(m)) = %+v; want %+v", got, m)
-			}
-			if got.Kind() != m.Kind() {
-				t.Errorf("Kind() = %v; want %v", got.Kind(), m.Kind())
-			}
-		})
+		&CheckpointAck{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Windows: 40},
+		&Admission{Slave: "slave-3", Outcome: Refused, Reason: "name slave-3 is taken"},
+		&Admission{Slave: "slave-4", Outcome: Admitted},
 	}
 }
 
@@ -143,16 +123,21 @@ func TestKindString(t *testing.T) {
 		want string
 	}{
 		{KindRegister, "register"}, {KindChunk, "chunk"}, {KindEndOfStream, "end-of-stream"},
-		{KindStop, "stop"}, {0, "Kind(0)"}, {kindEnd, "Kind(14)"}, {KindCheckpoint, "checkpoint"},
+		{KindStop, "stop"}, {0, "Kind(0)"}, {kindEnd, "Kind(15)"}, {KindCheckpoint, "checkpoint"},
+		{KindAdmission, "admission"}, {kindRetired4, "Kind(4)"}, {kindRetired10, "Kind(10)"},
 	}
 	for _, tt := range tests {
 		if got := tt.k.String(); got != tt.want {
 			t.Errorf("Kind(%d).String() = %q; want %q", uint8(tt.k), got, tt.want)
 		}
 	}
-	for k := KindRegister; k < kindEnd; k++ {
-		if m := newMessage(k); m == nil || m.Kind() != k {
+	for k := range kindEnd {
+		m := newMessage(k)
+		if k.valid() && (m == nil || m.Kind() != k) {
 			t.Errorf("newMessage(%v) = %v; want a %v", k, m, k)
+		}
+		if !k.valid() && m != nil {
+			t.Errorf("newMessage(%v) = %v; want nil", k, m)
 		}
 	}
 }
@@ -186,9 +171,9 @@ func frame(k Kind, body []byte) []byte {
 
 // body encodes m's body without validating it.
 func body(m Message) []byte {
-	var w writer
-	m.encode(&w)
-	return w.b
+	var c coder
+	m.fields(&c)
+	return c.b
 }
 
 // refresh recomputes the checksum of an encoded message after an edit.
@@ -224,7 +209,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"header only", valid[:headerSize], ErrTruncated},
 		{"wrong magic", edit(func(b []byte) []byte { b[0] = 'X'; return b }), ErrMagic},
 		{"json", []byte(`{"kind":"chunk"}`), ErrMagic},
-		{"version 1", edit(func(b []byte) []byte { b[4] = 1; return refresh(b) }), ErrVersion}, {"version 3", edit(func(b []byte) []byte { b[4] = 3; return refresh(b) }), ErrVersion},
+		{"version 1", edit(func(b []byte) []byte { b[4] = 1; return refresh(b) }), ErrVersion},
+		{"version 2", edit(func(b []byte) []byte { b[4] = 2; return refresh(b) }), ErrVersion},
+		{"version 4", edit(func(b []byte) []byte { b[4] = 4; return refresh(b) }), ErrVersion},
 		{"version 0", edit(func(b []byte) []byte { b[4] = 0; return refresh(b) }), ErrVersion},
 		{"flipped body bit", edit(func(b []byte) []byte { b[headerSize+20] ^= 1; return b }), ErrChecksum},
 		{"flipped crc bit", edit(func(b []byte) []byte { b[len(b)-1] ^= 0x80; return b }), ErrChecksum},
@@ -262,6 +249,13 @@ func TestDecodeErrors(t *testing.T) {
 		{"zero batch size", frame(KindAssign, body(&Assign{RBM: 1, RBMs: 1, Visible: 1, Hidden: 1, Units: UnitsGaussian, Middle: MiddleSamples, K: 1, CDK: 1})), ErrInvalid},
 		{"negative pid", frame(KindRegister, body(&Register{PID: -1})), ErrInvalid},
 		{"credit to rbm -1", frame(KindCredit, body(&Credit{RunID: "r", RBM: -1})), ErrInvalid},
+		{"outcome 0", frame(KindAdmission, body(&Admission{Slave: "s"})), ErrInvalid},
+		{"outcome beyond refused", frame(KindAdmission, body(&Admission{Slave: "s", Outcome: outcomeEnd})), ErrInvalid},
+		{"admission truncated", frame(KindAdmission, body(&Admission{Slave: "s", Outcome: Full})[:5]), ErrTruncated},
+		{"stopped 2", frame(KindError, func() []byte { b := body(&Error{RunID: "r", Stopped: true}); b[len(b)-1] = 2; return b }()), ErrInvalid},
+		{"incarnation truncated", frame(KindStop, []byte{1, 0, 0, 0, 'r', 9, 9}), ErrTruncated},
+		{"too many rejection counts", frame(KindStatus, statusWithCounts(maxRejectReasons+1)), ErrInvalid},
+		{"rejection counts truncated", frame(KindStatus, func() []byte { b := statusWithCounts(len(Rejections{})); return b[:len(b)-1] }()), ErrTruncated},
 		{"assign without upstream", frame(KindAssign, body(&Assign{RBM: 1, RBMs: 1, Visible: 1, Hidden: 1, Units: UnitsGaussian, Middle: MiddleSamples, BatchSize: 1, K: 1, CDK: 1, Credits: 1})), ErrInvalid},
 	}
 	for _, tt := range tests {
@@ -292,6 +286,8 @@ func TestEncodeErrors(t *testing.T) {
 		{"bias != cols", badChunk, ErrShape},
 		{"zero assign", &Assign{}, ErrInvalid},
 		{"zero weights", &Weights{RBM: 1}, ErrShape},
+		{"admission without outcome", &Admission{Slave: "slave-1"}, ErrInvalid},
+		{"unknown state", &Status{State: stateEnd}, ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -371,15 +367,21 @@ func TestChunkBatch(t *testing.T) {
 
 func testCheckpoint(v, h int) *Checkpoint {
 	c := &Checkpoint{
-		RunID: "quickstart-20250101T120000", RBM: 2, Visible: v, Hidden: h, Windows: 40, Epoch: 1,
-		EpochSSE: 12.5, EpochElems: 4000, Batches: 400, Rows: 102400, ReconErrors: []float64{0.05},
+		RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Visible: v, Hidden: h, Windows: 40, Epoch: 1,
+		EpochSSE: 12.5, EpochElems: 4000, EpochEnded: true, Batches: 400, Rows: 102400, ReconErrors: []float64{0.05},
 		ReconError: 0.04, BusySeconds: 3, WaitInputSeconds: 0.5, WaitCreditSeconds: 0.25,
 		W: make([]float32, v*h), A: make([]float32, v), B: make([]float32, h),
 		VelW: make([]float32, v*h), VelA: make([]float32, v), VelB: make([]float32, h),
 		RNG: make([]uint32, CheckpointRNGWords),
 	}
 	for i := range c.W {
-		c.W[i], c.VelW[i] = float32(i)/10, -float32(i)/100
+		c.W[i], c.VelW[i] = float32(i+1)/10, -float32(i+1)/100
+	}
+	for i := range c.A {
+		c.A[i], c.VelA[i] = float32(i)+0.5, -float32(i)-0.25
+	}
+	for i := range c.B {
+		c.B[i], c.VelB[i] = -float32(i)-0.5, float32(i)+0.75
 	}
 	for i := range c.RNG {
 		c.RNG[i] = uint32(i*2654435761 + 1)

@@ -2,24 +2,34 @@
 // pipelined DBN pre-training run say to each other, and its versioned binary
 // encoding.
 //
-// The master sends Assign to give RBM_i to slave i. Every K mini-batches
-// slave i sends a Chunk, the paper's "middle result" of those K mini-batches
-// together with its hidden biases B_i, to slave i+1, which sets the biases of
-// its L_i-copy to B_i and trains on the rows; Credit flows back to bound how
-// far the producer may run ahead. EndOfEpoch and EndOfStream close the
-// windows of an epoch and of the run. Status, Heartbeat, Weights and Error go
-// to the master, Stop comes from it.
+// A slave joins with Register and the master answers with an Admission:
+// Admitted (in the run, or a spare), Full, or Refused with a reason. The
+// master sends Assign to give RBM_i to slave i. Every K mini-batches slave i
+// sends a Chunk, the paper's "middle result" of those K mini-batches together
+// with its hidden biases B_i, to slave i+1, which sets the biases of its
+// L_i-copy to B_i and trains on the rows; Credit flows back to bound how far
+// the producer may run ahead, and EndOfStream follows the last window. Slaves
+// report to the master with Status (progress, and what their input link
+// rejected, counted by RejectReason in Rejections), Weights (the trained
+// RBM_i), Error (a failure, or a stop on request when Stopped is set) and
+// Checkpoint (RBM_i's state, for a replacement slave), which the master
+// answers with CheckpointAck; Stop comes from the master. Every message of a
+// run carries its RunID and Incarnation, the latter telling a resumed
+// master's messages from those of its earlier incarnations.
 //
 // Encode frames one Message as
 //
 //	"PDBN" | version uint16 | kind uint8 | body length uint32 | body | CRC-32C uint32
 //
 // with every number little-endian, strings and slices length-prefixed and
-// float arrays stored as raw IEEE-754 bits. Decode checks every part of that
-// frame and the message's own consistency (shapes, enum values) and reports
-// what is wrong with a wrapped sentinel error such as ErrChecksum or ErrShape;
-// it never panics and never allocates from a length it has not checked
-// against the bytes present.
+// float arrays stored as raw IEEE-754 bits. Each kind lists its body's fields
+// once, and that one list both writes and reads them. Decode checks every
+// part of that frame and the message's own consistency (shapes, enum values)
+// and reports what is wrong with a wrapped sentinel error such as ErrChecksum
+// or ErrShape; it never panics and never allocates from a length it has not
+// checked against the bytes present. Kind numbers are never reused: those of
+// the kinds retired in version 3 (end-of-epoch, 4, and heartbeat, 10) fail
+// with ErrKind.
 //
 // A chunk is larger than a NATS message may be (1 MB by default), so Split
 // and EncodeParts cut an encoded message into fragments of at most maxPart

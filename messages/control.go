@@ -1,0 +1,246 @@
+package messages
+
+import "fmt"
+
+// This file holds the master's side of the conversation with a slave: a
+// slave joins (Register, Admission), gets its RBM (Assign), and may be told
+// to abandon the run (Stop).
+
+// Register is sent by a slave when it joins the cluster; the master answers
+// with an Admission.
+type Register struct {
+	// Name identifies the slave; the master uses it in logs and results.
+	Name string
+	// Host is the machine the slave runs on.
+	Host string
+	// CPUs is the number of CPUs the slave may use.
+	CPUs int
+	// PID is the slave's process id.
+	PID int
+	// Protocol is the wire Version the slave speaks.
+	Protocol uint16
+}
+
+// Kind returns KindRegister.
+func (*Register) Kind() Kind { return KindRegister }
+
+func (m *Register) validate() error {
+	return nonNegative("cpus", m.CPUs, "pid", m.PID)
+}
+
+func (m *Register) fields(c *coder) {
+	c.str(&m.Name, "name")
+	c.str(&m.Host, "host")
+	c.int(&m.CPUs, "cpus")
+	c.int(&m.PID, "pid")
+	c.u16(&m.Protocol, "protocol")
+}
+
+// Outcome is the master's decision on a Register, as told in Admission. The
+// zero Outcome is invalid, so an unset one never decodes.
+type Outcome uint8
+
+// The outcomes. Their numbers are part of the wire format.
+const (
+	// Admitted: the slave is in the run, or a spare that replaces a lost
+	// slave when one is lost.
+	Admitted Outcome = iota + 1
+	// Full: the master needs no more slaves now.
+	Full
+	// Refused: the master will not take this slave; Admission.Reason says
+	// why (a bad or duplicate name, another protocol version...).
+	Refused
+	outcomeEnd
+)
+
+var outcomeNames = [...]string{
+	Admitted: "admitted",
+	Full:     "full",
+	Refused:  "refused",
+}
+
+// String returns the outcome's lower-case name, such as "admitted", or
+// "Outcome(N)" for an invalid outcome.
+func (o Outcome) String() string {
+	if o >= Admitted && o < outcomeEnd {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("Outcome(%d)", uint8(o))
+}
+
+// Admission is the master's answer to a Register.
+type Admission struct {
+	// Slave is the Name of the Register it answers.
+	Slave string
+	// Outcome is what the master decided.
+	Outcome Outcome
+	// Reason says why, for a Refused slave; it may be empty otherwise.
+	Reason string
+}
+
+// Kind returns KindAdmission.
+func (*Admission) Kind() Kind { return KindAdmission }
+
+func (m *Admission) validate() error {
+	if m.Outcome < Admitted || m.Outcome >= outcomeEnd {
+		return invalid("outcome %v", m.Outcome)
+	}
+	return nil
+}
+
+func (m *Admission) fields(c *coder) {
+	c.str(&m.Slave, "slave")
+	c.u8((*uint8)(&m.Outcome), "outcome")
+	c.str(&m.Reason, "reason")
+}
+
+// Values of Assign.Units.
+const (
+	UnitsBernoulli = "bernoulli" // binary visible units, inputs in [0,1]
+	UnitsGaussian  = "gaussian"  // real-valued visible units with unit variance
+)
+
+// Values of Assign.Middle.
+const (
+	MiddleProbabilities = "probabilities" // stream P(h=1|v)
+	MiddleSamples       = "samples"       // stream binary samples of h
+)
+
+// Schedule is a hyper-parameter that moves from Initial in the first epoch
+// to Final in the last.
+type Schedule struct {
+	Initial, Final float64
+}
+
+// Assign is sent by the master to give RBM_i, and everything needed to train
+// it, to a slave.
+type Assign struct {
+	// RunID names the run; every later message of the run carries it.
+	RunID string
+	// Incarnation numbers the run's incarnation: a resumed master starts a
+	// new one, so that late messages of an earlier incarnation of the same
+	// run can be told apart. Every message that carries a RunID carries it
+	// too; any value is valid.
+	Incarnation uint32
+	// RBM is i, the 1-based index of RBM_i: visible layer L_(i-1), hidden
+	// layer L_i. RBM_1 reads the data set, RBM_i for i > 1 reads the
+	// chunks of slave i-1.
+	RBM int
+	// RBMs is the number of RBMs in the DBN; RBM_RBMs sends no chunks.
+	RBMs int
+	// Visible and Hidden are the sizes of L_(i-1) and L_i.
+	Visible, Hidden int
+	// Units is the kind of visible units: UnitsBernoulli or UnitsGaussian.
+	Units string
+	// Epochs is the number of passes over the data.
+	Epochs int
+	// BatchSize is the number of rows in a mini-batch.
+	BatchSize int
+	// K is the number of mini-batches in each window the slave sends on.
+	K int
+	// CDK is the number of Gibbs steps of contrastive divergence.
+	CDK int
+	// Middle is what the slave streams as its middle result:
+	// MiddleProbabilities or MiddleSamples.
+	Middle string
+	// LearningRate and Momentum are the per-epoch schedules.
+	LearningRate, Momentum Schedule
+	// WeightDecay is the L2 penalty on the weights.
+	WeightDecay float64
+	// Seed seeds all of the slave's randomness.
+	Seed uint64
+	// BatchesPerEpoch is the number of mini-batches in one epoch.
+	BatchesPerEpoch int
+	// RowsPerEpoch is the number of rows (examples) in one epoch.
+	RowsPerEpoch int
+	// Upstream names the producer of the slave's input windows: the slave
+	// of RBM_{i-1}, or "master" for RBM_1, whose input is the data.
+	Upstream string
+	// Downstream names the slave of RBM_{i+1}; empty for the top RBM.
+	Downstream string
+	// Credits is the number of windows the slave may hold in flight on its
+	// input link.
+	Credits int
+	// CheckpointEvery is C: the slave checkpoints after every C windows; 0
+	// never.
+	CheckpointEvery int
+	// Resume says the slave replaces a lost one (or resumes an interrupted
+	// run): it waits for a Checkpoint on its control subject before it
+	// trains, or starts from the beginning if the Checkpoint has Windows 0.
+	Resume bool
+}
+
+// Kind returns KindAssign.
+func (*Assign) Kind() Kind { return KindAssign }
+
+func (m *Assign) validate() error {
+	if m.RBM < 1 || m.RBM > m.RBMs {
+		return invalid("rbm %d of %d: want 1 <= rbm <= rbms", m.RBM, m.RBMs)
+	}
+	if m.Visible < 1 || m.Hidden < 1 {
+		return shapeErr("visible x hidden = %d x %d: want both >= 1", m.Visible, m.Hidden)
+	}
+	if m.Units != UnitsBernoulli && m.Units != UnitsGaussian {
+		return invalid("units %q: want %q or %q", m.Units, UnitsBernoulli, UnitsGaussian)
+	}
+	if m.Middle != MiddleProbabilities && m.Middle != MiddleSamples {
+		return invalid("middle %q: want %q or %q", m.Middle, MiddleProbabilities, MiddleSamples)
+	}
+	if m.BatchSize < 1 || m.K < 1 || m.CDK < 1 {
+		return invalid("batch size %d, k %d, cd-k %d: want all >= 1", m.BatchSize, m.K, m.CDK)
+	}
+	if m.Upstream == "" || (m.Downstream == "") != (m.RBM == m.RBMs) {
+		return invalid("upstream %q, downstream %q for rbm %d of %d: want an upstream, and a downstream below the top", m.Upstream, m.Downstream, m.RBM, m.RBMs)
+	}
+	if m.Credits < 1 {
+		return invalid("credits %d: want >= 1", m.Credits)
+	}
+	return nonNegative("checkpoint every", m.CheckpointEvery, "epochs", m.Epochs, "batches per epoch", m.BatchesPerEpoch, "rows per epoch", m.RowsPerEpoch)
+}
+
+func (m *Assign) fields(c *coder) {
+	c.run(&m.RunID, &m.Incarnation)
+	c.int(&m.RBM, "rbm")
+	c.int(&m.RBMs, "rbms")
+	c.int(&m.Visible, "visible")
+	c.int(&m.Hidden, "hidden")
+	c.str(&m.Units, "units")
+	c.int(&m.Epochs, "epochs")
+	c.int(&m.BatchSize, "batch size")
+	c.int(&m.K, "k")
+	c.int(&m.CDK, "cd-k")
+	c.str(&m.Middle, "middle")
+	c.f64(&m.LearningRate.Initial, "learning rate initial")
+	c.f64(&m.LearningRate.Final, "learning rate final")
+	c.f64(&m.Momentum.Initial, "momentum initial")
+	c.f64(&m.Momentum.Final, "momentum final")
+	c.f64(&m.WeightDecay, "weight decay")
+	c.u64(&m.Seed, "seed")
+	c.int(&m.BatchesPerEpoch, "batches per epoch")
+	c.int(&m.RowsPerEpoch, "rows per epoch")
+	c.str(&m.Upstream, "upstream")
+	c.str(&m.Downstream, "downstream")
+	c.int(&m.Credits, "credits")
+	c.int(&m.CheckpointEvery, "checkpoint every")
+	c.bool(&m.Resume, "resume")
+}
+
+// Stop tells the slaves to abandon a run.
+type Stop struct {
+	// RunID names the run.
+	RunID string
+	// Incarnation is the run's incarnation, as in Assign.
+	Incarnation uint32
+	// Reason says why, for logs.
+	Reason string
+}
+
+// Kind returns KindStop.
+func (*Stop) Kind() Kind { return KindStop }
+
+func (m *Stop) validate() error { return nil }
+
+func (m *Stop) fields(c *coder) {
+	c.run(&m.RunID, &m.Incarnation)
+	c.str(&m.Reason, "reason")
+}
