@@ -87,7 +87,7 @@ func testMessages() []Message {
 		&Stop{RunID: "quickstart-20250101T120000", Incarnation: 2, Reason: "slave-2 failed"},
 		testCheckpoint(6, 4),
 		&Checkpoint{RunID: "quickstart-20250101T120000", RBM: 2},
-		&CheckpointAck{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Windows: 40},
+		&CheckpointAck{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Windows: 40, Durable: 30},
 		&Admission{Slave: "slave-3", Outcome: Refused, Reason: "name slave-3 is taken"},
 		&Admission{Slave: "slave-4", Outcome: Admitted},
 	}

@@ -311,7 +311,8 @@ func (m *Checkpoint) fields(c *coder) {
 }
 
 // CheckpointAck tells a slave that the master stored its checkpoint at
-// Windows: the slave's producer need no longer keep the windows before it.
+// Windows, and that no restart of its RBM will start before Durable: its
+// producer need no longer keep the windows before Durable.
 type CheckpointAck struct {
 	// RunID names the run.
 	RunID string
@@ -321,6 +322,9 @@ type CheckpointAck struct {
 	RBM int
 	// Windows is the stored checkpoint's stream position.
 	Windows uint64
+	// Durable is the RBM's keep point: every restart of it starts at a
+	// checkpoint at or after Durable windows.
+	Durable uint64
 }
 
 // Kind returns KindCheckpointAck.
@@ -337,4 +341,5 @@ func (m *CheckpointAck) fields(c *coder) {
 	c.run(&m.RunID, &m.Incarnation)
 	c.int(&m.RBM, "rbm")
 	c.u64(&m.Windows, "windows")
+	c.u64(&m.Durable, "durable")
 }
