@@ -5,7 +5,11 @@
 package config
 
 import (
+	"path/filepath"
 	"time"
+
+	"github.com/pipedbn/pipedbn/data"
+	"github.com/pipedbn/pipedbn/rbm"
 )
 
 // Config is one experiment: data, network, pre-training, cluster,
@@ -35,15 +39,37 @@ type Config struct {
 // Data says where the examples come from.
 type Data struct {
 	// Source is fashion-mnist, idx or synthetic. Default fashion-mnist.
-	Source string `mapstructure:"source"`
+	Source Source `mapstructure:"source"`
 	// Dir holds the four IDX files for fashion-mnist and idx.
-	// Default /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist).
+	// Default data.FashionMNISTDir, /usr/share/datasets/fashion-mnist
+	// (Debian's dataset-fashion-mnist).
 	Dir string `mapstructure:"dir"`
 	// TrainLimit keeps the first N training examples; 0 keeps all (for
-	// synthetic data, 0 means 2000).
+	// synthetic data, 0 means SyntheticTrain).
 	TrainLimit int `mapstructure:"train_limit"`
-	// TestLimit keeps the first N test examples; 0 keeps all (synthetic: 500).
+	// TestLimit keeps the first N test examples; 0 keeps all (synthetic:
+	// SyntheticTest).
 	TestLimit int `mapstructure:"test_limit"`
+}
+
+// The sizes of a synthetic data set whose limits are 0.
+const (
+	SyntheticTrain = 2000
+	SyntheticTest  = 500
+)
+
+// SyntheticSizes returns how many training and test examples a synthetic
+// source makes: the limits, or SyntheticTrain and SyntheticTest for those
+// that are 0.
+func (d Data) SyntheticSizes() (train, test int) {
+	train, test = d.TrainLimit, d.TestLimit
+	if train == 0 {
+		train = SyntheticTrain
+	}
+	if test == 0 {
+		test = SyntheticTest
+	}
+	return train, test
 }
 
 // DBN is the network: its layer sizes and the kind of its visible units.
@@ -53,7 +79,7 @@ type DBN struct {
 	Layers []int `mapstructure:"layers"`
 	// Visible is bernoulli or gaussian: the units of RBM_1's visible layer.
 	// Default bernoulli.
-	Visible string `mapstructure:"visible"`
+	Visible rbm.Units `mapstructure:"visible"`
 }
 
 // Schedule is a per-epoch value going from Initial (first epoch) to Final
@@ -66,7 +92,7 @@ type Schedule struct {
 // Pretrain configures the layer-wise pre-training of the RBMs.
 type Pretrain struct {
 	// Mode is greedy (Algorithm 1) or pipelined (Algorithm 2). Default pipelined.
-	Mode string `mapstructure:"mode"`
+	Mode Mode `mapstructure:"mode"`
 	// Epochs each RBM trains for. Default 20.
 	Epochs int `mapstructure:"epochs"`
 	// BatchSize is the mini-batch size. Default 256.
@@ -78,7 +104,7 @@ type Pretrain struct {
 	CDK int `mapstructure:"cd_k"`
 	// Middle is what a slave streams as its middle result: probabilities or
 	// samples. Default probabilities.
-	Middle string `mapstructure:"middle"`
+	Middle rbm.Middle `mapstructure:"middle"`
 	// LearningRate goes from 0.015 to 0.002 by default (the paper's Table 1).
 	LearningRate Schedule `mapstructure:"learning_rate"`
 	// Momentum goes from 0.5 to 0.9 by default.
@@ -93,7 +119,8 @@ type Cluster struct {
 	NatsURL string `mapstructure:"nats_url"`
 	// Slaves is how many slaves to wait for; 0 runs one local slave per RBM.
 	Slaves int `mapstructure:"slaves"`
-	// JoinTimeout bounds the wait for slaves. Default 60s.
+	// JoinTimeout bounds the wait for slaves, and a local slave's wait for
+	// its master. Default DefaultJoinTimeout, 60s.
 	JoinTimeout time.Duration `mapstructure:"join_timeout"`
 	// CPUsPerWorker caps every worker (the greedy trainer, or each slave) at
 	// this many CPUs, fractions allowed (0.5: half a core), emulating a
@@ -111,7 +138,7 @@ type Cluster struct {
 	// Transport of pipelined runs: nats (default; embedded server when
 	// NatsURL is empty) or memory (all stages in the master process, for a
 	// quick single-machine run).
-	Transport string `mapstructure:"transport"`
+	Transport Transport `mapstructure:"transport"`
 }
 
 // Reliability configures how a pipelined run survives the loss of a
@@ -184,8 +211,17 @@ type Finetune struct {
 
 // Output says where results go.
 type Output struct {
-	// Dir is the output folder; "" means runs/<name>.
+	// Dir is the output folder; "" means runs/<name> (see OutDir).
 	Dir string `mapstructure:"dir"`
+}
+
+// OutDir returns the folder a run of c writes to: output.dir, or
+// runs/<name> when that is empty.
+func (c *Config) OutDir() string {
+	if c.Output.Dir != "" {
+		return c.Output.Dir
+	}
+	return filepath.Join("runs", c.Name)
 }
 
 // Sweep is a grid of experiments: every combination of Vary's values runs
@@ -203,23 +239,27 @@ type Axis struct {
 	Values []any  `mapstructure:"values"`
 }
 
+// DefaultJoinTimeout is cluster.join_timeout's default, and that of the
+// slave command's --join-timeout (a slave reads no config file).
+const DefaultJoinTimeout = 60 * time.Second
+
 // Defaults returns the configuration a file that names nothing gets.
 func Defaults() map[string]any {
 	return map[string]any{
 		"name":                           "",
 		"seed":                           1,
-		"data.source":                    "fashion-mnist",
-		"data.dir":                       "/usr/share/datasets/fashion-mnist",
+		"data.source":                    FashionMNIST,
+		"data.dir":                       data.FashionMNISTDir,
 		"data.train_limit":               0,
 		"data.test_limit":                0,
 		"dbn.layers":                     []int{784, 500, 500, 2000},
-		"dbn.visible":                    "bernoulli",
-		"pretrain.mode":                  "pipelined",
+		"dbn.visible":                    rbm.Bernoulli,
+		"pretrain.mode":                  Pipelined,
 		"pretrain.epochs":                20,
 		"pretrain.batch_size":            256,
 		"pretrain.k_batches":             10,
 		"pretrain.cd_k":                  1,
-		"pretrain.middle":                "probabilities",
+		"pretrain.middle":                rbm.Probabilities,
 		"pretrain.learning_rate.initial": 0.015,
 		"pretrain.learning_rate.final":   0.002,
 		"pretrain.momentum.initial":      0.5,
@@ -227,11 +267,11 @@ func Defaults() map[string]any {
 		"pretrain.weight_decay":          0.0002,
 		"cluster.nats_url":               "",
 		"cluster.slaves":                 0,
-		"cluster.join_timeout":           "60s",
+		"cluster.join_timeout":           DefaultJoinTimeout,
 		"cluster.cpus_per_worker":        0,
 		"cluster.colocate":               false,
 		"cluster.credits":                4,
-		"cluster.transport":              "nats",
+		"cluster.transport":              NATS,
 		"finetune.epochs":                10,
 		"finetune.batch_size":            128,
 		"finetune.learning_rate":         0.1,

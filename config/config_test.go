@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipedbn/pipedbn/rbm"
 )
 
 func write(t *testing.T, name, body string) string {
@@ -28,13 +31,13 @@ func TestDefaults(t *testing.T) {
 	if c.Name != "exp-1" {
 		t.Errorf("Name = %q; want the file's base name exp-1", c.Name)
 	}
-	if c.Seed != 1 || c.Data.Source != "fashion-mnist" || c.Data.Dir != "/usr/share/datasets/fashion-mnist" ||
-		!slices.Equal(c.DBN.Layers, []int{784, 500, 500, 2000}) || c.DBN.Visible != "bernoulli" ||
-		c.Pretrain.Mode != "pipelined" || c.Pretrain.Epochs != 20 || c.Pretrain.BatchSize != 256 ||
-		c.Pretrain.KBatches != 10 || c.Pretrain.CDK != 1 || c.Pretrain.Middle != "probabilities" ||
+	if c.Seed != 1 || c.Data.Source != FashionMNIST || c.Data.Dir != "/usr/share/datasets/fashion-mnist" ||
+		!slices.Equal(c.DBN.Layers, []int{784, 500, 500, 2000}) || c.DBN.Visible != rbm.Bernoulli ||
+		c.Pretrain.Mode != Pipelined || c.Pretrain.Epochs != 20 || c.Pretrain.BatchSize != 256 ||
+		c.Pretrain.KBatches != 10 || c.Pretrain.CDK != 1 || c.Pretrain.Middle != rbm.Probabilities ||
 		c.Pretrain.LearningRate != (Schedule{0.015, 0.002}) || c.Pretrain.Momentum != (Schedule{0.5, 0.9}) ||
 		c.Pretrain.WeightDecay != 0.0002 || c.Cluster.NatsURL != "" || c.Cluster.Slaves != 0 ||
-		c.Cluster.JoinTimeout != 60*time.Second || c.Cluster.CPUsPerWorker != 0 ||
+		c.Cluster.JoinTimeout != 60*time.Second || c.Cluster.CPUsPerWorker != 0 || c.Cluster.Transport != NATS ||
 		c.Finetune.Epochs != 10 || c.Finetune.BatchSize != 128 || c.Finetune.LearningRate != 0.1 ||
 		c.Finetune.Momentum != 0.9 || c.Finetune.InputDropout != 0 || c.Output.Dir != "" {
 		t.Errorf("defaults = %+v; want the contract's", c)
@@ -130,5 +133,103 @@ func TestFinetuneAverageLast(t *testing.T) {
 		if !errors.As(err, &ps) || len(ps) != 1 || ps[0].Key != "finetune.average_last" {
 			t.Errorf("Load with %v = %v; want one problem with finetune.average_last", set, err)
 		}
+	}
+}
+
+// A value of a typed key that names none of its values is one problem
+// naming the key and the value, reported with every other problem, from
+// the file, the environment or --set alike.
+func TestBadEnumValues(t *testing.T) {
+	cases := []struct {
+		name, body string
+		env        [2]string
+		set        string
+		key, value string
+	}{
+		{"source", "data: {source: csv}\n", [2]string{}, "", "data.source", `"csv"`},
+		{"visible", "dbn: {visible: poisson}\n", [2]string{}, "", "dbn.visible", `"poisson"`},
+		{"mode case", "pretrain: {mode: Greedy}\n", [2]string{}, "", "pretrain.mode", `"Greedy"`},
+		{"mode number", "pretrain: {mode: 1}\n", [2]string{}, "", "pretrain.mode", "1"},
+		{"mode list", "pretrain: {mode: [greedy]}\n", [2]string{}, "", "pretrain.mode", "[greedy]"},
+		{"middle env", "", [2]string{"PIPEDBN_PRETRAIN_MIDDLE", "guesses"}, "", "pretrain.middle", `"guesses"`},
+		{"transport set", "", [2]string{}, "cluster.transport=pigeon", "cluster.transport", `"pigeon"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.env[0] != "" {
+				t.Setenv(c.env[0], c.env[1])
+			}
+			var sets []string
+			if c.set != "" {
+				sets = []string{c.set}
+			}
+			body := c.body
+			if c.key != "data.source" {
+				body += "data: {source: synthetic}\n" // no data.dir to check
+			}
+			p := write(t, "enum.yaml", body+"finetune: {epochs: -1}\n")
+			_, err := Load(p, sets)
+			var ps Problems
+			if !errors.As(err, &ps) {
+				t.Fatalf("Load = %v; want Problems", err)
+			}
+			var keys []string
+			for _, p := range ps {
+				keys = append(keys, p.Key)
+			}
+			if !slices.Equal(keys, []string{c.key, "finetune.epochs"}) {
+				t.Errorf("problems with %v; want %s and finetune.epochs (%v)", keys, c.key, err)
+			}
+			want := c.key + " = " + c.value + ": must be one of "
+			if msg := err.Error(); !strings.Contains(msg, want) || strings.Contains(msg, "\n") {
+				t.Errorf("error %q; want one line containing %q", msg, want)
+			}
+		})
+	}
+}
+
+// Validate also checks typed values set in code.
+func TestValidateEnumInCode(t *testing.T) {
+	c, err := Load(write(t, "ok.yaml", "data: {source: synthetic}\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Pretrain.Mode = Mode(7)
+	var ps Problems
+	if err := c.Validate(); !errors.As(err, &ps) || len(ps) != 1 || ps[0].String() != `pretrain.mode = "Mode(7)": must be one of greedy, pipelined` {
+		t.Errorf("Validate() = %v; want one problem with pretrain.mode", err)
+	}
+}
+
+// The typed keys are spelled in JSON as in YAML: result.json, the config
+// hash of a resumable run and a sweep's record of each run depend on it.
+func TestEnumJSON(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{Greedy, `"greedy"`}, {Pipelined, `"pipelined"`}, {NATS, `"nats"`}, {Memory, `"memory"`},
+		{FashionMNIST, `"fashion-mnist"`}, {IDX, `"idx"`}, {Synthetic, `"synthetic"`},
+	} {
+		b, err := json.Marshal(tc.v)
+		if err != nil || string(b) != tc.want {
+			t.Errorf("json.Marshal(%v) = %s, %v; want %s", tc.v, b, err, tc.want)
+		}
+	}
+	var c Config
+	in := `{"data":{"source":"idx"},"dbn":{"visible":"gaussian"},"pretrain":{"mode":"greedy","middle":"samples"},"cluster":{"transport":"memory"}}`
+	if err := json.Unmarshal([]byte(in), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Data.Source != IDX || c.DBN.Visible != rbm.Gaussian || c.Pretrain.Mode != Greedy || c.Pretrain.Middle != rbm.Samples || c.Cluster.Transport != Memory {
+		t.Errorf("json.Unmarshal(%s) = %+v", in, c)
+	}
+	var m Mode
+	if err := json.Unmarshal([]byte(`"turbo"`), &m); err == nil {
+		t.Error(`json.Unmarshal("turbo") into a Mode: no error`)
+	}
+	if got := Mode(7).String(); got != "Mode(7)" {
+		t.Errorf("Mode(7).String() = %q; want Mode(7)", got)
 	}
 }

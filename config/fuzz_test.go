@@ -48,6 +48,8 @@ func fuzzSeeds(t testing.TB) map[string]loadSeed {
 		"multi-document":    {"name: a\n---\nname: b\n", ""},
 		"sweep-bad":         {"sweep:\n  repeats: 0\n  vary:\n    - key: bogus\n      values: []\n", ""},
 		"idx-missing-dir":   {"data: {source: idx, dir: /nonexistent}\n", ""},
+		"bad-enum":          {"pretrain: {mode: turbo, middle: [samples]}\ndbn: {visible: 1}\n", ""},
+		"set-bad-enum":      {"name: ok\n", "cluster.transport=\"pi\ngeon\""},
 		"set-ok":            {"name: ok\n", "pretrain.epochs=2"},
 		"set-section":       {"name: ok\n", "pretrain=5"},
 		"set-bad-yaml":      {"name: ok\n", "pretrain.epochs=["},

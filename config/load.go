@@ -57,16 +57,27 @@ func Load(path string, sets []string) (*Config, error) {
 		}
 		v.Set(key, val)
 	}
+	// Enum values that spell nothing are reported with every other
+	// problem, not as a decoding error that would hide the rest.
+	ps := decodeEnums(v)
 	c := &Config{}
 	if err := v.UnmarshalExact(c); err != nil {
-		return nil, fmt.Errorf("config %s: %s", path, decodeMessage(err, v.Get))
+		msg := decodeMessage(err, v.Get)
+		if len(ps) > 0 {
+			msg = ps.Error() + "; " + msg
+		}
+		return nil, fmt.Errorf("config %s: %s", path, msg)
 	}
 	c.File = path
 	if c.Name == "" {
 		c.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
-	if err := c.Validate(); err != nil {
+	var more Problems
+	if err := c.Validate(); err != nil && !errors.As(err, &more) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	if ps = append(ps, more...); len(ps) > 0 {
+		return nil, fmt.Errorf("config %s: %w", path, ps)
 	}
 	return c, nil
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -46,12 +47,15 @@ func (c *Config) Validate() error {
 		ps = append(ps, Problem{key, val, fmt.Sprintf(reason, args...)})
 	}
 	oneOf := func(key, val string, allowed ...string) {
-		for _, a := range allowed {
-			if val == a {
-				return
-			}
+		if !slices.Contains(allowed, val) {
+			bad(key, val, "must be one of %s", strings.Join(allowed, ", "))
 		}
-		bad(key, val, "must be one of %s", strings.Join(allowed, ", "))
+	}
+	enumOK := func(key string) {
+		i := slices.IndexFunc(enums, func(e enum) bool { return e.key == key })
+		if p := enums[i].check(c); p != nil {
+			ps = append(ps, *p)
+		}
 	}
 	atLeast := func(key string, val, min int) {
 		if val < min {
@@ -73,11 +77,11 @@ func (c *Config) Validate() error {
 		bad("name", c.Name, "must be a non-empty name without path separators or control characters (it names the output folder)")
 	}
 
-	oneOf("data.source", c.Data.Source, "fashion-mnist", "idx", "synthetic")
-	if c.Data.Source == "fashion-mnist" || c.Data.Source == "idx" {
+	enumOK("data.source")
+	if c.Data.Source == FashionMNIST || c.Data.Source == IDX {
 		if st, err := os.Stat(c.Data.Dir); err != nil {
 			hint := ""
-			if c.Data.Source == "fashion-mnist" {
+			if c.Data.Source == FashionMNIST {
 				hint = " (install it with: apt-get install dataset-fashion-mnist)"
 			}
 			bad("data.dir", c.Data.Dir, "not readable: %v%s", errText(err), hint)
@@ -96,15 +100,15 @@ func (c *Config) Validate() error {
 			bad(fmt.Sprintf("dbn.layers[%d]", i), n, "must be >= 1")
 		}
 	}
-	oneOf("dbn.visible", c.DBN.Visible, "bernoulli", "gaussian")
+	enumOK("dbn.visible")
 
 	p := c.Pretrain
-	oneOf("pretrain.mode", p.Mode, "greedy", "pipelined")
+	enumOK("pretrain.mode")
 	atLeast("pretrain.epochs", p.Epochs, 1)
 	atLeast("pretrain.batch_size", p.BatchSize, 1)
 	atLeast("pretrain.k_batches", p.KBatches, 1)
 	atLeast("pretrain.cd_k", p.CDK, 1)
-	oneOf("pretrain.middle", p.Middle, "probabilities", "samples")
+	enumOK("pretrain.middle")
 	positive("pretrain.learning_rate.initial", p.LearningRate.Initial)
 	positive("pretrain.learning_rate.final", p.LearningRate.Final)
 	fraction("pretrain.momentum.initial", p.Momentum.Initial)
@@ -131,7 +135,7 @@ func (c *Config) Validate() error {
 		bad("cluster.cpus_per_worker", cl.CPUsPerWorker, "must be a finite number >= 0 (0: no cap)")
 	}
 	atLeast("cluster.credits", cl.Credits, 1)
-	oneOf("cluster.transport", cl.Transport, "nats", "memory")
+	enumOK("cluster.transport")
 
 	rl := c.Reliability
 	atLeast("reliability.checkpoint_every", rl.CheckpointEvery, 0)

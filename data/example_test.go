@@ -19,8 +19,8 @@ func ExampleSynthetic() {
 }
 
 func ExampleFashionMNIST() {
-	// Debian: apt-get install dataset-fashion-mnist. "" means FashionMNISTDir.
-	train, test, err := data.FashionMNIST("", 1000, 500)
+	// Debian: apt-get install dataset-fashion-mnist.
+	train, test, err := data.FashionMNIST(data.FashionMNISTDir, 1000, 500)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return

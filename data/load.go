@@ -161,13 +161,10 @@ func idxPath(dir, base, kind string) (string, error) {
 }
 
 // FashionMNIST loads the Fashion-MNIST train (60000) and test (10000) sets
-// from dir, FashionMNISTDir when dir is empty: 28x28 = 784 pixels in [0,1],
+// from dir (Debian's are in FashionMNISTDir): 28x28 = 784 pixels in [0,1],
 // labels 0..9. trainLimit and testLimit keep the first N examples (0 = all).
 // See LoadIDXDir.
 func FashionMNIST(dir string, trainLimit, testLimit int) (train, test *Set, err error) {
-	if dir == "" {
-		dir = FashionMNISTDir
-	}
 	return LoadIDXDir(dir, "fashion-mnist", trainLimit, testLimit)
 }
 

@@ -294,7 +294,7 @@ func TestFashionMNIST(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			train, test, err := FashionMNIST("", tt.trainLimit, tt.testLimit)
+			train, test, err := FashionMNIST(FashionMNISTDir, tt.trainLimit, tt.testLimit)
 			if err != nil {
 				t.Fatalf("FashionMNIST() error %q; want none", err)
 			}

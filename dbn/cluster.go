@@ -153,13 +153,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	}
 	t := &trained{resumed: state.Resume, recoveries: recoveries}
 	for _, r := range res {
-		s := r.Stats
-		t.rbms = append(t.rbms, r.RBM)
-		t.results = append(t.results, RBMResult{
-			Index: s.Index, Visible: r.RBM.Visible, Hidden: r.RBM.Hidden, Worker: r.Slave,
-			Batches: s.Batches, ReconError: s.Recon, BusySeconds: s.Busy.Seconds(),
-			WaitSeconds: (s.WaitInput + s.WaitCredit).Seconds(), BytesIn: r.BytesIn, BytesOut: r.BytesOut,
-		})
+		t.add(r.RBM, rbmResult(r.RBM, r.Stats, r.Slave, r.BytesIn, r.BytesOut))
 	}
 	// Pre-training is complete: the checkpoints are no longer needed.
 	if js != nil {

@@ -28,7 +28,10 @@ type FinetuneEpoch struct {
 // a network of the same shape from random weights) into a classifier, trains
 // it with backprop on the training set less its validation split, and
 // evaluates it.
-func finetuneNet(ctx context.Context, cfg *config.Config, log hclog.Logger, train, test *data.Set, rbms []*rbm.RBM, threads int) (*FinetuneResult, *finetune.Network, error) {
+//
+// It trains with the process's BLAS threads (Threads 0: finetune.Train
+// leaves them as they are).
+func finetuneNet(ctx context.Context, cfg *config.Config, log hclog.Logger, train, test *data.Set, rbms []*rbm.RBM) (*FinetuneResult, *finetune.Network, error) {
 	f := cfg.Finetune
 	classes := max(train.Classes, test.Classes)
 	var net *finetune.Network
@@ -52,7 +55,7 @@ func finetuneNet(ctx context.Context, cfg *config.Config, log hclog.Logger, trai
 	hist, err := finetune.Train(ctx, net, fit, valid, finetune.Config{
 		Epochs: f.Epochs, BatchSize: f.BatchSize, LearningRate: f.LearningRate,
 		LearningRateFinal: f.LearningRateFinal, Momentum: f.Momentum, WeightDecay: f.WeightDecay,
-		Patience: f.Patience, Seed: seed, Threads: threads, Dropout: f.Dropout, InputDropout: f.InputDropout,
+		Patience: f.Patience, Seed: seed, Dropout: f.Dropout, InputDropout: f.InputDropout,
 		AverageLast: f.AverageLast, MaxNorm: f.MaxNorm, LabelSmoothing: f.LabelSmoothing,
 	}, finetune.Hooks{Epoch: func(e finetune.EpochStats) {
 		log.Info("fine-tuning epoch done", "epoch", fmt.Sprintf("%d/%d", e.Epoch, f.Epochs), "loss", e.Loss,
@@ -76,7 +79,7 @@ func finetuneNet(ctx context.Context, cfg *config.Config, log hclog.Logger, trai
 	res.TestAccuracy = ev.Accuracy
 	res.Confusion = ev.Confusion
 	res.PerClass = ev.PerClass
-	if cfg.Data.Source == "fashion-mnist" {
+	if cfg.Data.Source == config.FashionMNIST {
 		res.Classes = finetune.FashionMNISTClasses
 	}
 	log.Info("fine-tuning done", "seconds", res.Seconds, "train_accuracy", res.TrainAccuracy, "test_accuracy", res.TestAccuracy)
@@ -88,17 +91,4 @@ func setSize(s *data.Set) int {
 		return 0
 	}
 	return s.N
-}
-
-// finetuneArrays names the fine-tuned network's arrays for weights.npz.
-func finetuneArrays(net *finetune.Network) []Array {
-	var out []Array
-	for i, l := range net.Hidden {
-		out = append(out,
-			Array{Name: fmt.Sprintf("ft_W%d", i+1), Rows: l.In, Cols: l.Out, Data: l.W},
-			Array{Name: fmt.Sprintf("ft_b%d", i+1), Rows: l.Out, Data: l.B})
-	}
-	return append(out,
-		Array{Name: "ft_Wout", Rows: net.Out.In, Cols: net.Out.Out, Data: net.Out.W},
-		Array{Name: "ft_bout", Rows: net.Out.Out, Data: net.Out.B})
 }

@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+
+	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/rbm"
 )
 
 // Result is a run's result.json (../shared/CONTRACT.md).
 type Result struct {
 	Name            string          `json:"name"`
-	Mode            string          `json:"mode"`
+	Mode            config.Mode     `json:"mode"`
 	Seed            uint64          `json:"seed"`
 	Layers          []int           `json:"layers"`
 	PretrainSeconds float64         `json:"pretrain_seconds"`
@@ -84,6 +88,17 @@ type RBMResult struct {
 	FinalReconError float64 `json:"final_recon_error"`
 }
 
+// rbmResult is RBM_i's row of a result: its shape, the statistics of its
+// training and the bytes its worker received and sent (none for a worker
+// inside the master).
+func rbmResult(r *rbm.RBM, s pipeline.Stats, worker string, bytesIn, bytesOut int64) RBMResult {
+	return RBMResult{
+		Index: s.Index, Visible: r.Visible, Hidden: r.Hidden, Worker: worker,
+		Batches: s.Batches, ReconError: s.Recon, BusySeconds: s.Busy.Seconds(),
+		WaitSeconds: (s.WaitInput + s.WaitCredit).Seconds(), BytesIn: bytesIn, BytesOut: bytesOut,
+	}
+}
+
 // FinetuneResult is the fine-tuning part of a result.
 type FinetuneResult struct {
 	Epochs        int     `json:"epochs"`
@@ -108,7 +123,7 @@ type FinetuneResult struct {
 	Classes []string `json:"classes,omitempty"`
 }
 
-// ReadResult reads a result.json.
+// ReadResult reads a result.json (ResultFile).
 func ReadResult(path string) (*Result, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {

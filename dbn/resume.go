@@ -106,7 +106,7 @@ type saver struct {
 }
 
 func newSaver(out string, cfgs []pipeline.StageConfig, log hclog.Logger) *saver {
-	return &saver{path: filepath.Join(out, "weights.npz"), cfgs: cfgs, log: log, latest: map[int]*messages.Checkpoint{}}
+	return &saver{path: filepath.Join(out, WeightsFile), cfgs: cfgs, log: log, latest: map[int]*messages.Checkpoint{}}
 }
 
 // checkpointed is the master's Checkpointed hook.
@@ -138,12 +138,7 @@ func (s *saver) save() error {
 		if c == nil {
 			continue
 		}
-		arrays = append(arrays,
-			Array{Name: fmt.Sprintf("W%d", i), Rows: c.Visible, Cols: c.Hidden, Data: c.W},
-			Array{Name: fmt.Sprintf("b%d", i), Rows: c.Hidden, Data: c.B})
-		if i == 1 {
-			arrays = append(arrays, Array{Name: "a1", Rows: c.Visible, Data: c.A})
-		}
+		arrays = append(arrays, rbmArrays(i, c.Visible, c.Hidden, c.W, c.A, c.B)...)
 		windows = append(windows, c.Windows)
 	}
 	s.mu.Unlock()

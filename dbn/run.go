@@ -20,6 +20,14 @@ import (
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
+// The files a run writes to its output folder (../shared/CONTRACT.md).
+const (
+	// ResultFile is the run's result: a Result as JSON.
+	ResultFile = "result.json"
+	// WeightsFile is the trained network, a NumPy .npz archive.
+	WeightsFile = "weights.npz"
+)
+
 // Options are the parts of a run that are not in its config.
 type Options struct {
 	// Logger receives the run's log lines; nil discards them.
@@ -29,23 +37,15 @@ type Options struct {
 	// Terminal says Progress is a terminal: the display redraws in place
 	// instead of printing periodic lines.
 	Terminal bool
-	// OutDir overrides the config's output folder.
+	// OutDir overrides the config's output folder (cfg.OutDir()).
 	OutDir string
 	// SlaveCommand starts a local slave (its flags are appended); default:
 	// this executable with the argument "slave".
 	SlaveCommand []string
 }
 
-// OutDir returns the folder a run of cfg writes to.
-func OutDir(cfg *config.Config) string {
-	if cfg.Output.Dir != "" {
-		return cfg.Output.Dir
-	}
-	return filepath.Join("runs", cfg.Name)
-}
-
-// Seeds derives the seed of each purpose from the root seed, so that adding
-// a consumer of randomness does not shift the others.
+// seedFor derives the seed of each purpose from the root seed, so that
+// adding a consumer of randomness does not shift the others.
 func seedFor(root uint64, purpose uint64, i int) uint64 {
 	z := root ^ purpose*0x9e3779b97f4a7c15 ^ uint64(i)*0xbf58476d1ce4e5b9
 	// splitmix64 finaliser
@@ -65,21 +65,15 @@ const (
 func LoadData(cfg *config.Config) (train, test *data.Set, err error) {
 	d := cfg.Data
 	switch d.Source {
-	case "fashion-mnist":
+	case config.FashionMNIST:
 		train, test, err = data.FashionMNIST(d.Dir, d.TrainLimit, d.TestLimit)
-	case "idx":
+	case config.IDX:
 		train, test, err = data.LoadIDXDir(d.Dir, "idx", d.TrainLimit, d.TestLimit)
-	case "synthetic":
-		nTrain, nTest := d.TrainLimit, d.TestLimit
-		if nTrain == 0 {
-			nTrain = 2000
-		}
-		if nTest == 0 {
-			nTest = 500
-		}
+	case config.Synthetic:
+		nTrain, nTest := d.SyntheticSizes()
 		train, test = data.SyntheticPair(seedFor(cfg.Seed, seedData, 0), nTrain, nTest, cfg.DBN.Layers[0], 10)
 	default:
-		err = fmt.Errorf("data.source = %q: unknown source", d.Source)
+		err = fmt.Errorf("config %s: data.source = %q: unknown source", cfg.File, d.Source)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -91,21 +85,14 @@ func LoadData(cfg *config.Config) (train, test *data.Set, err error) {
 }
 
 // StageConfigs cuts the DBN of cfg into one StageConfig per RBM.
-func StageConfigs(cfg *config.Config) ([]pipeline.StageConfig, error) {
-	units, err := rbm.ParseUnits(cfg.DBN.Visible)
-	if err != nil {
-		return nil, err
-	}
-	middle, err := rbm.ParseMiddle(cfg.Pretrain.Middle)
-	if err != nil {
-		return nil, err
-	}
+func StageConfigs(cfg *config.Config) []pipeline.StageConfig {
 	p := cfg.Pretrain
 	var cfgs []pipeline.StageConfig
 	for i := 1; i < len(cfg.DBN.Layers); i++ {
+		// Only RBM_1 sees the data; the RBMs above it see probabilities.
 		u := rbm.Bernoulli
 		if i == 1 {
-			u = units
+			u = cfg.DBN.Visible
 		}
 		cfgs = append(cfgs, pipeline.StageConfig{
 			Index:        i,
@@ -116,18 +103,22 @@ func StageConfigs(cfg *config.Config) ([]pipeline.StageConfig, error) {
 			BatchSize:    p.BatchSize,
 			K:            p.KBatches,
 			CDK:          p.CDK,
-			Middle:       middle,
+			Middle:       p.Middle,
 			LearningRate: [2]float64{p.LearningRate.Initial, p.LearningRate.Final},
 			Momentum:     [2]float64{p.Momentum.Initial, p.Momentum.Final},
 			WeightDecay:  p.WeightDecay,
 			Seed:         seedFor(cfg.Seed, seedRBM, i),
 		})
 	}
-	return cfgs, nil
+	return cfgs
 }
 
 // Run runs the experiment cfg describes and writes result.json and
-// weights.npz to its output folder.
+// weights.npz to its output folder: the pre-trained network as soon as
+// pre-training ends, then again with the fine-tuned one.
+//
+// Run uses the BLAS threads and GOMAXPROCS of the process as it finds them:
+// they belong to the process, and its command sets them (WorkerThreads).
 func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) {
 	if opt.Logger == nil {
 		opt.Logger = hclog.NewNullLogger()
@@ -135,12 +126,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	log := opt.Logger
 	out := opt.OutDir
 	if out == "" {
-		out = OutDir(cfg)
-	}
-	cpus := workerThreads(cfg.Cluster.CPUsPerWorker)
-	blas.SetThreads(cpus)
-	if cfg.Cluster.CPUsPerWorker > 0 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(cpus))
+		out = cfg.OutDir()
 	}
 
 	t0 := time.Now()
@@ -149,23 +135,19 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		return nil, err
 	}
 	var input []Array
-	if cfg.DBN.Visible == "gaussian" {
-		mean, scale := standardize(train, test)
+	if cfg.DBN.Visible == rbm.Gaussian {
 		// NumPy needs them to feed raw pixels to the network.
-		input = []Array{{Name: "input_mean", Rows: len(mean), Data: mean}, {Name: "input_scale", Rows: len(scale), Data: scale}}
+		input = inputArrays(standardize(train, test))
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("output.dir = %q: %w", out, err)
 	}
 	log.Info("data loaded", "source", train.Name, "train", train.N, "test", test.N, "dim", train.Dim, "seconds", time.Since(t0).Seconds())
 
-	stageCfgs, err := StageConfigs(cfg)
-	if err != nil {
-		return nil, err
-	}
+	stageCfgs := StageConfigs(cfg)
 	res := &Result{
 		Name: cfg.Name, Mode: cfg.Pretrain.Mode, Seed: cfg.Seed, Layers: cfg.DBN.Layers,
-		Weights:       "weights.npz",
+		Weights:       WeightsFile,
 		Data:          DataInfo{Source: train.Name, Train: train.N, Test: test.N, Dim: train.Dim},
 		BLAS:          blas.Name(),
 		CPUsPerWorker: cfg.Cluster.CPUsPerWorker,
@@ -175,7 +157,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	prog := newProgress(opt.Progress, opt.Terminal, log, stageCfgs, train.N)
 	defer prog.stop()
 
-	log.Info("pre-training", "mode", cfg.Pretrain.Mode, "layers", fmt.Sprint(cfg.DBN.Layers), "epochs", cfg.Pretrain.Epochs, "batch_size", cfg.Pretrain.BatchSize, "blas", blas.Name(), "threads", cpus)
+	log.Info("pre-training", "mode", cfg.Pretrain.Mode, "layers", fmt.Sprint(cfg.DBN.Layers), "epochs", cfg.Pretrain.Epochs, "batch_size", cfg.Pretrain.BatchSize, "blas", blas.Name(), "threads", blas.Threads())
 	start := time.Now()
 	trained, err := pretrain(ctx, cfg, opt, out, train, stageCfgs, prog)
 	prog.stop()
@@ -185,7 +167,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	res.PretrainSeconds = time.Since(start).Seconds()
 	res.RBMs = trained.results
 	res.Resumed, res.Recoveries = trained.resumed, trained.recoveries
-	if cfg.Pretrain.Mode == "pipelined" && cfg.Cluster.Transport == "nats" {
+	if overNATS(cfg) {
 		res.CheckpointEvery = cfg.Reliability.CheckpointEvery
 	}
 	for i, e := range finalRecon(trained.rbms, train.X, train.N) {
@@ -193,14 +175,9 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 	var weights []Array
 	for i, r := range trained.rbms {
-		weights = append(weights,
-			Array{Name: fmt.Sprintf("W%d", i+1), Rows: r.Visible, Cols: r.Hidden, Data: r.W},
-			Array{Name: fmt.Sprintf("b%d", i+1), Rows: r.Hidden, Data: r.B})
+		weights = append(weights, rbmArrays(i+1, r.Visible, r.Hidden, r.W, r.A, r.B)...)
 	}
-	weights = append(weights, Array{Name: "a1", Rows: trained.rbms[0].Visible, Data: trained.rbms[0].A})
-	if input != nil {
-		weights = append(weights, input...)
-	}
+	weights = append(weights, input...)
 	log.Info("pre-training done", "seconds", res.PretrainSeconds)
 	// Save the pre-trained network now: a failure in fine-tuning loses none
 	// of it.
@@ -208,13 +185,13 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		if err := writeWeights(filepath.Join(out, res.Weights), weights); err != nil {
 			return err
 		}
-		return atomicfile.WriteJSON(filepath.Join(out, "result.json"), res)
+		return atomicfile.WriteJSON(filepath.Join(out, ResultFile), res)
 	}
 	if err := save(); err != nil {
 		return nil, err
 	}
 	if cfg.Finetune.Epochs > 0 {
-		ft, net, err := finetuneNet(ctx, cfg, log, train, test, trained.rbms, cpus)
+		ft, net, err := finetuneNet(ctx, cfg, log, train, test, trained.rbms)
 		if err != nil {
 			return nil, err
 		}
@@ -227,6 +204,19 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	log.Info("results written", "dir", out)
 	return res, nil
 }
+
+// overNATS reports whether cfg's pre-training runs over NATS, where slaves
+// checkpoint and may be lost and replaced.
+func overNATS(cfg *config.Config) bool {
+	return cfg.Pretrain.Mode == config.Pipelined && cfg.Cluster.Transport == config.NATS
+}
+
+// WorkerThreads is the number of BLAS threads, and with
+// cluster.cpus_per_worker > 0 of GOMAXPROCS, that one worker of cfg's run
+// gets: the process that runs the greedy trainer, the in-memory pipeline
+// or fine-tuning, or one local slave of its own. Both are the process's to
+// set, so the command does it, not Run.
+func WorkerThreads(cfg *config.Config) int { return workerThreads(cfg.Cluster.CPUsPerWorker) }
 
 // workerThreads is the number of BLAS threads (and GOMAXPROCS) of a worker
 // allowed cpus CPUs (0: all of this machine's).
@@ -246,6 +236,12 @@ type trained struct {
 	recoveries []Recovery
 }
 
+// add records a trained RBM and its row of result.json.
+func (t *trained) add(r *rbm.RBM, row RBMResult) {
+	t.rbms = append(t.rbms, r)
+	t.results = append(t.results, row)
+}
+
 // pretrain runs the pre-training schedule cfg names.
 func pretrain(ctx context.Context, cfg *config.Config, opt Options, out string, train *data.Set, stageCfgs []pipeline.StageConfig, prog *progress) (*trained, error) {
 	hooks := prog.hooks()
@@ -258,7 +254,7 @@ func pretrain(ctx context.Context, cfg *config.Config, opt Options, out string, 
 		err    error
 	)
 	switch {
-	case cfg.Pretrain.Mode == "greedy":
+	case cfg.Pretrain.Mode == config.Greedy:
 		if cpus := cfg.Cluster.CPUsPerWorker; cpus > 0 {
 			// The greedy trainer is the one worker: cap this process.
 			g, err := newCPUGroup(fmt.Sprintf("pipedbn-%d-greedy", os.Getpid()), cpus)
@@ -271,7 +267,7 @@ func pretrain(ctx context.Context, cfg *config.Config, opt Options, out string, 
 			}
 		}
 		stages, err = pipeline.Greedy(ctx, train.X, train.N, stageCfgs, seeds, hooks)
-	case cfg.Cluster.Transport == "memory":
+	case cfg.Cluster.Transport == config.Memory:
 		stages, err = pipeline.Pipelined(ctx, train.X, train.N, stageCfgs, seeds[0], cfg.Cluster.Credits, hooks)
 	default:
 		return pretrainNATS(ctx, cfg, opt, out, train, stageCfgs, seeds[0], prog)
@@ -281,14 +277,7 @@ func pretrain(ctx context.Context, cfg *config.Config, opt Options, out string, 
 	}
 	t := &trained{}
 	for _, st := range stages {
-		s := st.Stats()
-		r := st.RBM()
-		t.rbms = append(t.rbms, r)
-		t.results = append(t.results, RBMResult{
-			Index: s.Index, Visible: r.Visible, Hidden: r.Hidden, Worker: "master",
-			Batches: s.Batches, ReconError: s.Recon, BusySeconds: s.Busy.Seconds(),
-			WaitSeconds: (s.WaitInput + s.WaitCredit).Seconds(),
-		})
+		t.add(st.RBM(), rbmResult(st.RBM(), st.Stats(), "master", 0, 0))
 	}
 	return t, nil
 }

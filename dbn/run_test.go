@@ -2,6 +2,7 @@ package dbn
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -69,21 +70,21 @@ func TestRunFashionMNIST(t *testing.T) {
 	if _, err := os.Stat(data.FashionMNISTDir); err != nil {
 		t.Skipf("Fashion-MNIST not installed (apt-get install dataset-fashion-mnist): %v", err)
 	}
-	for _, mode := range []string{"greedy", "pipelined"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []config.Mode{config.Greedy, config.Pipelined} {
+		t.Run(mode.String(), func(t *testing.T) {
 			cfg := loadConfig(t, `
 name: fmnist-small
 data: {train_limit: 2000, test_limit: 500}
 dbn: {layers: [784, 64, 32]}
 pretrain: {epochs: 3, batch_size: 50, k_batches: 4, learning_rate: {initial: 0.05, final: 0.02}}
 finetune: {epochs: 6, learning_rate: 0.2, batch_size: 50}
-`, "pretrain.mode="+mode)
+`, "pretrain.mode="+mode.String())
 			out := t.TempDir()
 			res, err := Run(context.Background(), cfg, Options{OutDir: out, SlaveCommand: []string{slaveBin}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := ReadResult(filepath.Join(out, "result.json"))
+			got, err := ReadResult(filepath.Join(out, ResultFile))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +113,7 @@ finetune: {epochs: 6, learning_rate: 0.2, batch_size: 50}
 				if r.Index == 1 && r.ReconError[2] >= r.ReconError[0] {
 					t.Errorf("rbm 1: recon error %v did not fall", r.ReconError)
 				}
-				if mode == "pipelined" && (r.BytesIn == 0 || !strings.HasPrefix(r.Worker, "local-")) {
+				if mode == config.Pipelined && (r.BytesIn == 0 || !strings.HasPrefix(r.Worker, "local-")) {
 					t.Errorf("rbm %d: worker %q, bytes in %d; want a local slave with traffic", r.Index, r.Worker, r.BytesIn)
 				}
 			}
@@ -156,4 +157,65 @@ func buildTags() string {
 		return "purego"
 	}
 	return ""
+}
+
+// TestRunContract runs a small pipelined DBN in the master (transport
+// memory) on synthetic data with gaussian visible units and checks what
+// result.json and weights.npz hold by the contract (../shared/CONTRACT.md),
+// NumPy or not.
+func TestRunContract(t *testing.T) {
+	t.Parallel()
+	cfg := loadConfig(t, `
+name: contract
+data: {source: synthetic, train_limit: 200, test_limit: 50}
+dbn: {layers: [16, 8, 6], visible: gaussian}
+pretrain: {epochs: 2, batch_size: 20, k_batches: 2}
+cluster: {transport: memory}
+finetune: {epochs: 1, batch_size: 20}
+`)
+	out := t.TempDir()
+	if _, err := Run(context.Background(), cfg, Options{OutDir: out}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(out, ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if raw["mode"] != "pipelined" || raw["name"] != "contract" || raw["weights"] != WeightsFile {
+		t.Errorf("result.json: mode %v, name %v, weights %v; want pipelined, contract, %s", raw["mode"], raw["name"], raw["weights"], WeightsFile)
+	}
+	rbms, _ := raw["rbms"].([]any)
+	if len(rbms) != 2 {
+		t.Fatalf("result.json: rbms = %v; want 2", raw["rbms"])
+	}
+	for i, r := range rbms {
+		row, _ := r.(map[string]any)
+		for _, k := range []string{"index", "visible", "hidden", "worker", "batches", "recon_error", "busy_seconds", "wait_seconds", "bytes_in", "bytes_out"} {
+			if _, ok := row[k]; !ok {
+				t.Errorf("result.json: rbms[%d] has no %s", i, k)
+			}
+		}
+		if row["worker"] != "master" || row["batches"] != float64(2*10) {
+			t.Errorf("result.json: rbms[%d] worker %v, batches %v; want master, 20", i, row["worker"], row["batches"])
+		}
+	}
+	arrays, err := readNPZ(filepath.Join(out, WeightsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"W1": 16 * 8, "b1": 8, "a1": 16, "W2": 8 * 6, "b2": 6,
+		"ft_W1": 16 * 8, "ft_b1": 8, "ft_W2": 8 * 6, "ft_b2": 6, "ft_Wout": 6 * 10, "ft_bout": 10,
+		"input_mean": 16, "input_scale": 16}
+	for name, n := range want {
+		if got := len(arrays[name]); got != n {
+			t.Errorf("weights.npz: %s has %d values; want %d", name, got, n)
+		}
+	}
+	if len(arrays) != len(want) {
+		t.Errorf("weights.npz holds %d arrays; want %d", len(arrays), len(want))
+	}
 }

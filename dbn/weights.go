@@ -4,11 +4,60 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"strconv"
 
 	"github.com/sbinet/npyio/npz"
 
+	"github.com/pipedbn/pipedbn/finetune"
 	"github.com/pipedbn/pipedbn/internal/atomicfile"
 )
+
+// The arrays of weights.npz are named here and nowhere else
+// (../shared/CONTRACT.md): W<i> and b<i>, the weights (visible x hidden) and
+// hidden bias of RBM_i, and a1, RBM_1's visible bias; after fine-tuning
+// ft_W<i> and ft_b<i> of hidden layer i and ft_Wout and ft_bout of the
+// softmax layer; with gaussian visible units input_mean and input_scale,
+// the standardisation x' = (x - input_mean) * input_scale.
+const (
+	finetunePrefix = "ft_"
+	outputLayer    = "out"
+	visibleBias    = "a1"
+	inputMean      = "input_mean"
+	inputScale     = "input_scale"
+)
+
+// layerArrays are one layer's weights, prefix+"W"+id (rows x cols), and
+// bias, prefix+"b"+id (cols).
+func layerArrays(prefix, id string, rows, cols int, w, b []float32) []Array {
+	return []Array{
+		{Name: prefix + "W" + id, Rows: rows, Cols: cols, Data: w},
+		{Name: prefix + "b" + id, Rows: cols, Data: b},
+	}
+}
+
+// rbmArrays are RBM_i's arrays: W<i>, b<i> and, for RBM_1, a1.
+func rbmArrays(i, visible, hidden int, w, a, b []float32) []Array {
+	out := layerArrays("", strconv.Itoa(i), visible, hidden, w, b)
+	if i == 1 {
+		out = append(out, Array{Name: visibleBias, Rows: visible, Data: a})
+	}
+	return out
+}
+
+// finetuneArrays are the fine-tuned network's arrays: ft_W<i> and ft_b<i>
+// of every hidden layer, then ft_Wout and ft_bout.
+func finetuneArrays(net *finetune.Network) []Array {
+	var out []Array
+	for i, l := range net.Hidden {
+		out = append(out, layerArrays(finetunePrefix, strconv.Itoa(i+1), l.In, l.Out, l.W, l.B)...)
+	}
+	return append(out, layerArrays(finetunePrefix, outputLayer, net.Out.In, net.Out.Out, net.Out.W, net.Out.B)...)
+}
+
+// inputArrays are the standardisation of gaussian visible units.
+func inputArrays(mean, scale []float32) []Array {
+	return []Array{{Name: inputMean, Rows: len(mean), Data: mean}, {Name: inputScale, Rows: len(scale), Data: scale}}
+}
 
 // Array is one named float32 array of weights.npz, row-major.
 type Array struct {

@@ -90,11 +90,11 @@ func (s Setting) describe() string {
 func SettingOf(c *config.Config) Setting {
 	cl := c.Cluster
 	switch {
-	case c.Pretrain.Mode == "greedy" && cl.CPUsPerWorker > 0:
+	case c.Pretrain.Mode == config.Greedy && cl.CPUsPerWorker > 0:
 		return GreedyOneMachine
-	case c.Pretrain.Mode == "greedy":
+	case c.Pretrain.Mode == config.Greedy:
 		return GreedyWholeBox
-	case cl.Transport == "memory":
+	case cl.Transport == config.Memory:
 		return PipelinedInProcess
 	case cl.Slaves > 0:
 		return PipelinedLMachines

@@ -150,19 +150,20 @@ sweep:
 func TestSettingOf(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		mode, transport string
-		cpus            float64
-		colocate        bool
-		slaves          int
-		want            Setting
+		mode      config.Mode
+		transport config.Transport
+		cpus      float64
+		colocate  bool
+		slaves    int
+		want      Setting
 	}{
-		{"greedy", "nats", 0.45, true, 0, GreedyOneMachine},
-		{"greedy", "nats", 0, false, 0, GreedyWholeBox},
-		{"pipelined", "nats", 0.45, true, 0, PipelinedOneMachine},
-		{"pipelined", "nats", 0.45, false, 0, PipelinedLMachines},
-		{"pipelined", "nats", 0, false, 4, PipelinedLMachines},
-		{"pipelined", "nats", 0, true, 0, PipelinedWholeBox},
-		{"pipelined", "memory", 0.45, false, 0, PipelinedInProcess},
+		{config.Greedy, config.NATS, 0.45, true, 0, GreedyOneMachine},
+		{config.Greedy, config.NATS, 0, false, 0, GreedyWholeBox},
+		{config.Pipelined, config.NATS, 0.45, true, 0, PipelinedOneMachine},
+		{config.Pipelined, config.NATS, 0.45, false, 0, PipelinedLMachines},
+		{config.Pipelined, config.NATS, 0, false, 4, PipelinedLMachines},
+		{config.Pipelined, config.NATS, 0, true, 0, PipelinedWholeBox},
+		{config.Pipelined, config.Memory, 0.45, false, 0, PipelinedInProcess},
 	}
 	for _, c := range cases {
 		cfg := &config.Config{}

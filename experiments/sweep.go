@@ -179,11 +179,11 @@ func ignoredKeys(c *config.Config) []string {
 	var ks []string
 	cl := c.Cluster
 	switch {
-	case c.Pretrain.Mode == "greedy":
+	case c.Pretrain.Mode == config.Greedy:
 		// One trainer in this process; K only groups its mini-batches.
 		ks = append(ks, "cluster.nats_url", "cluster.slaves", "cluster.join_timeout", "cluster.credits",
 			"cluster.transport", "cluster.colocate", "pretrain.k_batches")
-	case cl.Transport == "memory":
+	case cl.Transport == config.Memory:
 		ks = append(ks, "cluster.nats_url", "cluster.slaves", "cluster.join_timeout", "cluster.colocate")
 	case cl.Slaves > 0 || cl.CPUsPerWorker == 0:
 		// Remote slaves, or local ones without a CPU cap: nothing to share.

@@ -48,7 +48,7 @@ func SweepCSV(plan *SweepPlan, rows []SweepRow) ([]byte, error) {
 		c := r.Config
 		rec := []string{strconv.Itoa(r.Index), r.Name}
 		rec = append(rec, r.Values...)
-		rec = append(rec, strconv.Itoa(r.Repeat), SettingOf(c).String(), r.Status.String(), c.Pretrain.Mode,
+		rec = append(rec, strconv.Itoa(r.Repeat), SettingOf(c).String(), r.Status.String(), c.Pretrain.Mode.String(),
 			layersText(c.DBN.Layers), strconv.Itoa(len(c.DBN.Layers)-1), f(c.Cluster.CPUsPerWorker), strconv.FormatBool(c.Cluster.Colocate))
 		if res := r.Result; res != nil && r.Status == RunDone {
 			var busy, wait, recon float64

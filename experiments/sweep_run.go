@@ -187,7 +187,7 @@ func RunSweep(ctx context.Context, plan *SweepPlan, opt SweepOptions) ([]SweepRo
 			failed++
 			log.Warn(fmt.Sprintf("run %d of %d failed", row.Index, len(rows)), "run", row.Name, "error", err)
 		default:
-			res, err := dbn.ReadResult(filepath.Join(plan.runDir(&row.SweepRun), "result.json"))
+			res, err := dbn.ReadResult(filepath.Join(plan.runDir(&row.SweepRun), dbn.ResultFile))
 			if err != nil {
 				row.Status, row.Err = RunFailed, err.Error()
 				failed++
@@ -226,7 +226,7 @@ func RunSweep(ctx context.Context, plan *SweepPlan, opt SweepOptions) ([]SweepRo
 // configuration, or nil and, where there is one, why it runs again.
 func finished(plan *SweepPlan, r *SweepRun) (*dbn.Result, string) {
 	dir := plan.runDir(r)
-	res, err := dbn.ReadResult(filepath.Join(dir, "result.json"))
+	res, err := dbn.ReadResult(filepath.Join(dir, dbn.ResultFile))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, ""
@@ -260,7 +260,7 @@ func runChild(ctx context.Context, command []string, plan *SweepPlan, row *Sweep
 	if err := atomicfile.WriteJSON(filepath.Join(dir, runStamp), stampOf(&row.SweepRun)); err != nil {
 		return err
 	}
-	os.Remove(filepath.Join(dir, "result.json")) // a stale one must not pass for this run's
+	os.Remove(filepath.Join(dir, dbn.ResultFile)) // a stale one must not pass for this run's
 	logPath := filepath.Join(dir, "run.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -275,7 +275,7 @@ func runChild(ctx context.Context, command []string, plan *SweepPlan, row *Sweep
 	cmd := exec.CommandContext(ctx, command[0], args...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = grace
-	fmt.Fprintf(logf, "# %s\n", shellJoin(cmd.Args))
+	fmt.Fprintf(logf, "# %s\n", ShellJoin(cmd.Args))
 	tail := &tailBuffer{max: 8 << 10}
 	cmd.Stdout = logf
 	cmd.Stderr = io.MultiWriter(logf, tail)
@@ -327,8 +327,9 @@ func (t *tailBuffer) String() string {
 	return string(t.b)
 }
 
-// shellJoin quotes args for a POSIX shell where needed.
-func shellJoin(args []string) string {
+// ShellJoin joins args into a POSIX shell command line, quoting those that
+// need it.
+func ShellJoin(args []string) string {
 	out := make([]string, len(args))
 	for i, a := range args {
 		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") == "" {

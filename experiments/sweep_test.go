@@ -192,7 +192,7 @@ sweep:
 	if !slices.Equal(g.Sets, []string{"dbn.layers=[16, 8]", "pretrain.mode=greedy"}) || g.Values[2] != "" {
 		t.Errorf("greedy run sets %v, values %q; want no cluster.colocate", g.Sets, g.Values)
 	}
-	if c := p.Runs[5].Config; c.Pretrain.Mode != "pipelined" || !c.Cluster.Colocate || !slices.Equal(c.DBN.Layers, []int{16, 8, 8}) {
+	if c := p.Runs[5].Config; c.Pretrain.Mode != config.Pipelined || !c.Cluster.Colocate || !slices.Equal(c.DBN.Layers, []int{16, 8, 8}) {
 		t.Errorf("run 6 config = %+v; want its sets applied", c)
 	}
 	if got := SettingOf(p.Runs[5].Config); got != PipelinedOneMachine {

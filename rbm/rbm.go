@@ -59,6 +59,19 @@ func ParseUnits(s string) (Units, error) {
 	return 0, fmt.Errorf("rbm: unknown units %q (want bernoulli or gaussian)", s)
 }
 
+// MarshalText returns String, so that JSON spells units as String does.
+func (u Units) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
+
+// UnmarshalText is ParseUnits, for JSON and config decoders.
+func (u *Units) UnmarshalText(b []byte) error {
+	v, err := ParseUnits(string(b))
+	if err != nil {
+		return err
+	}
+	*u = v
+	return nil
+}
+
 // Middle is the kind of middle result a Trainer step hands on: what the next
 // RBM up trains on in the pipelined algorithm.
 type Middle int
@@ -92,6 +105,20 @@ func ParseMiddle(s string) (Middle, error) {
 		return Samples, nil
 	}
 	return 0, fmt.Errorf("rbm: unknown middle result %q (want probabilities or samples)", s)
+}
+
+// MarshalText returns String, so that JSON spells a middle result as String
+// does.
+func (m Middle) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText is ParseMiddle, for JSON and config decoders.
+func (m *Middle) UnmarshalText(b []byte) error {
+	v, err := ParseMiddle(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
 }
 
 // RBM is a restricted Boltzmann machine: Visible units joined to Hidden units

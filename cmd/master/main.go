@@ -13,12 +13,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
 	"golang.org/x/term"
 
+	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/cmd/internal/slavecmd"
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/dbn"
@@ -122,6 +124,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	switch cmd {
 	case "run":
+		// BLAS threads and GOMAXPROCS belong to the process: its command
+		// sets them for the worker it is, and dbn uses them.
+		threads := dbn.WorkerThreads(cfg)
+		blas.SetThreads(threads)
+		if cfg.Cluster.CPUsPerWorker > 0 {
+			runtime.GOMAXPROCS(threads)
+		}
 		res, err := dbn.Run(ctx, cfg, dbn.Options{
 			Logger: logger, Progress: stderr, Terminal: tty, OutDir: *out,
 		})
@@ -133,28 +142,20 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	case "sweep":
 		dir := *out
 		if dir == "" {
-			dir = dbn.OutDir(cfg)
+			dir = cfg.OutDir()
 		}
 		plan, err := experiments.PlanSweep(cfg, dir)
 		if err != nil {
 			return err
 		}
-		regenerate := "go run ./cmd/master sweep --config " + shellQuote(*cfgPath)
+		regenerate := []string{"go", "run", "./cmd/master", "sweep", "--config", *cfgPath}
 		if *out != "" {
-			regenerate += " --out " + shellQuote(*out)
+			regenerate = append(regenerate, "--out", *out)
 		}
 		_, err = experiments.RunSweep(ctx, plan, experiments.SweepOptions{
-			Logger: logger.Named("sweep"), Regenerate: regenerate,
+			Logger: logger.Named("sweep"), Regenerate: experiments.ShellJoin(regenerate),
 		})
 		return err
 	}
 	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
-}
-
-// shellQuote quotes s for a POSIX shell if it needs it.
-func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"$`\\*?[]{}()<>|&;#~!") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
 )
 
@@ -37,7 +38,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	credsFile := fs.String("credentials", os.Getenv(natsnet.CredentialsEnv), "`FILE` of NATS identities, one user:password a line: the slave claims a free one and takes its user as name (env "+natsnet.CredentialsEnv+")")
 	serve := fs.Bool("serve", false, "after a run, wait for the next master instead of exiting")
 	threads := fs.Int("threads", 0, "BLAS threads; 0: one per CPU")
-	join := fs.Duration("join-timeout", 60*time.Second, "how long to wait for a master to answer and assign an RBM")
+	join := fs.Duration("join-timeout", config.DefaultJoinTimeout, "how long to wait for a master to answer and assign an RBM")
 	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	delay := fs.Duration("window-delay", 0, "sleep this long after every window, to emulate a slower machine")
 	statusEvery := fs.Duration("status-every", time.Second, "how often to report status (the master's heartbeat)")
