@@ -49,7 +49,10 @@ func TestOverrides(t *testing.T) {
 	p := write(t, "o.yaml", "name: o\npretrain:\n  epochs: 3\n  batch_size: 64\n  k_batches: 2\n")
 	t.Setenv("PIPEDBN_PRETRAIN_BATCH_SIZE", "32")
 	t.Setenv("PIPEDBN_PRETRAIN_K_BATCHES", "5")
-	t.Setenv("PIPEDBN_CLUSTER_NATS_URL", "nats://nats:4222")
+	if got := EnvVar("cluster.nats_url"); got != "PIPEDBN_CLUSTER_NATS_URL" {
+		t.Errorf("EnvVar(cluster.nats_url) = %s; want PIPEDBN_CLUSTER_NATS_URL", got)
+	}
+	t.Setenv(EnvVar("cluster.nats_url"), "nats://nats:4222")
 	c, err := Load(p, []string{"pretrain.k_batches=7", "dbn.layers=[784, 100]", "pretrain.learning_rate={initial: 0.1, final: 0.01}", "cluster.join_timeout=5s"})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,15 @@ import (
 // PIPEDBN_CLUSTER_NATS_URL overrides cluster.nats_url.
 const EnvPrefix = "PIPEDBN"
 
+// envKey turns a key into the rest of its variable's name, as viper does.
+var envKey = strings.NewReplacer(".", "_")
+
+// EnvVar returns the environment variable that overrides key:
+// PIPEDBN_CLUSTER_NATS_URL for cluster.nats_url.
+func EnvVar(key string) string {
+	return EnvPrefix + "_" + strings.ToUpper(envKey.Replace(key))
+}
+
 // Load reads the YAML file at path over the defaults, applies PIPEDBN_*
 // environment variables and then the key=value overrides in sets (values are
 // YAML: 0.01, [784, 500], greedy), and validates the result. Every error
@@ -37,7 +46,7 @@ func Load(path string, sets []string) (*Config, error) {
 		return nil, fmt.Errorf("config %s: not valid YAML: %s", path, oneLine(err.Error()))
 	}
 	v.SetEnvPrefix(EnvPrefix)
-	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	v.SetEnvKeyReplacer(envKey)
 	v.AutomaticEnv()
 	for _, s := range sets {
 		key, raw, ok := strings.Cut(s, "=")

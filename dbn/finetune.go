@@ -14,16 +14,6 @@ import (
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
-// FinetuneEpoch is one epoch of fine-tuning in result.json.
-type FinetuneEpoch struct {
-	Epoch              int     `json:"epoch"`
-	LearningRate       float64 `json:"learning_rate"`
-	Loss               float64 `json:"loss"`
-	TrainAccuracy      float64 `json:"train_accuracy"`
-	ValidationAccuracy float64 `json:"validation_accuracy"`
-	Seconds            float64 `json:"seconds"`
-}
-
 // finetuneNet unrolls the pre-trained RBMs (or, with finetune.init: random,
 // a network of the same shape from random weights) into a classifier, trains
 // it with backprop on the training set less its validation split, and

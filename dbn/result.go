@@ -88,6 +88,16 @@ type RBMResult struct {
 	FinalReconError float64 `json:"final_recon_error"`
 }
 
+// FinetuneEpoch is one epoch of fine-tuning in result.json.
+type FinetuneEpoch struct {
+	Epoch              int     `json:"epoch"`
+	LearningRate       float64 `json:"learning_rate"`
+	Loss               float64 `json:"loss"`
+	TrainAccuracy      float64 `json:"train_accuracy"`
+	ValidationAccuracy float64 `json:"validation_accuracy"`
+	Seconds            float64 `json:"seconds"`
+}
+
 // rbmResult is RBM_i's row of a result: its shape, the statistics of its
 // training and the bytes its worker received and sent (none for a worker
 // inside the master).

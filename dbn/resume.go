@@ -131,7 +131,7 @@ func (s *saver) save() error {
 		return nil
 	}
 	s.changed = false
-	var arrays []Array
+	var arrays []array
 	var windows []int
 	for i := 1; i <= len(s.cfgs); i++ {
 		c := s.latest[i]

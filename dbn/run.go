@@ -134,7 +134,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	var input []Array
+	var input []array
 	if cfg.DBN.Visible == rbm.Gaussian {
 		// NumPy needs them to feed raw pixels to the network.
 		input = inputArrays(standardize(train, test))
@@ -173,7 +173,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	for i, e := range finalRecon(trained.rbms, train.X, train.N) {
 		res.RBMs[i].FinalReconError = e
 	}
-	var weights []Array
+	var weights []array
 	for i, r := range trained.rbms {
 		weights = append(weights, rbmArrays(i+1, r.Visible, r.Hidden, r.W, r.A, r.B)...)
 	}

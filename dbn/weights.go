@@ -28,26 +28,26 @@ const (
 
 // layerArrays are one layer's weights, prefix+"W"+id (rows x cols), and
 // bias, prefix+"b"+id (cols).
-func layerArrays(prefix, id string, rows, cols int, w, b []float32) []Array {
-	return []Array{
+func layerArrays(prefix, id string, rows, cols int, w, b []float32) []array {
+	return []array{
 		{Name: prefix + "W" + id, Rows: rows, Cols: cols, Data: w},
 		{Name: prefix + "b" + id, Rows: cols, Data: b},
 	}
 }
 
 // rbmArrays are RBM_i's arrays: W<i>, b<i> and, for RBM_1, a1.
-func rbmArrays(i, visible, hidden int, w, a, b []float32) []Array {
+func rbmArrays(i, visible, hidden int, w, a, b []float32) []array {
 	out := layerArrays("", strconv.Itoa(i), visible, hidden, w, b)
 	if i == 1 {
-		out = append(out, Array{Name: visibleBias, Rows: visible, Data: a})
+		out = append(out, array{Name: visibleBias, Rows: visible, Data: a})
 	}
 	return out
 }
 
 // finetuneArrays are the fine-tuned network's arrays: ft_W<i> and ft_b<i>
 // of every hidden layer, then ft_Wout and ft_bout.
-func finetuneArrays(net *finetune.Network) []Array {
-	var out []Array
+func finetuneArrays(net *finetune.Network) []array {
+	var out []array
 	for i, l := range net.Hidden {
 		out = append(out, layerArrays(finetunePrefix, strconv.Itoa(i+1), l.In, l.Out, l.W, l.B)...)
 	}
@@ -55,12 +55,12 @@ func finetuneArrays(net *finetune.Network) []Array {
 }
 
 // inputArrays are the standardisation of gaussian visible units.
-func inputArrays(mean, scale []float32) []Array {
-	return []Array{{Name: inputMean, Rows: len(mean), Data: mean}, {Name: inputScale, Rows: len(scale), Data: scale}}
+func inputArrays(mean, scale []float32) []array {
+	return []array{{Name: inputMean, Rows: len(mean), Data: mean}, {Name: inputScale, Rows: len(scale), Data: scale}}
 }
 
-// Array is one named float32 array of weights.npz, row-major.
-type Array struct {
+// array is one named float32 array of weights.npz, row-major.
+type array struct {
 	Name       string
 	Rows, Cols int // Cols 0: a vector of Rows values
 	Data       []float32
@@ -68,7 +68,7 @@ type Array struct {
 
 // writeWeights writes the arrays to path as a NumPy .npz archive, float32,
 // 2-D arrays with their shapes, atomically.
-func writeWeights(path string, arrays []Array) error {
+func writeWeights(path string, arrays []array) error {
 	var buf bytes.Buffer
 	w := npz.NewWriter(&buf)
 	for _, a := range arrays {

@@ -33,7 +33,8 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("slave", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	host, _ := os.Hostname()
-	url := fs.String("nats", envOr("PIPEDBN_CLUSTER_NATS_URL", "nats://127.0.0.1:4222"), "NATS server `URL` (env PIPEDBN_CLUSTER_NATS_URL)")
+	urlEnv := config.EnvVar("cluster.nats_url") // the master's key, for one environment for both
+	url := fs.String("nats", envOr(urlEnv, "nats://127.0.0.1:4222"), "NATS server `URL` (env "+urlEnv+")")
 	name := fs.String("name", os.Getenv("PIPEDBN_SLAVE_NAME"), "slave `NAME`: letters, digits, '_' and '-' (env PIPEDBN_SLAVE_NAME; default: the user of the claimed identity with --credentials, else hostname-pid)")
 	credsFile := fs.String("credentials", os.Getenv(natsnet.CredentialsEnv), "`FILE` of NATS identities, one user:password a line: the slave claims a free one and takes its user as name (env "+natsnet.CredentialsEnv+")")
 	serve := fs.Bool("serve", false, "after a run, wait for the next master instead of exiting")
