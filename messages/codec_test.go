@@ -79,6 +79,7 @@ func testMessages() []Message {
 			Epoch: 4, Batches: 801, ReconError: 0.0391, ReconErrors: []float64{0.061, 0.047, 0.042},
 			BusySeconds: 31.5, WaitSeconds: 2.25, BytesIn: 98_000_000, BytesOut: 97_000_000,
 			Rejected: Rejections{RejectCorrupt: 3, RejectForeign: 1, RejectShape: 2, RejectDuplicate: 17, RejectGap: 5, RejectStale: 4},
+			Upstream: "slave-1", Downstream: "slave-3",
 		},
 		&Status{Slave: "slave-9", State: StateIdle},
 		testWeights(7, 5),

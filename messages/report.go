@@ -67,6 +67,9 @@ type Status struct {
 	// Rejected counts, by reason, what the slave's input link dropped so
 	// far.
 	Rejected Rejections
+	// Upstream and Downstream name the neighbours the slave links to now,
+	// so that the master sees a relink that did not arrive.
+	Upstream, Downstream string
 }
 
 // Kind returns KindStatus.
@@ -92,6 +95,9 @@ func (m *Status) fields(c *coder) {
 	c.f64(&m.WaitSeconds, "wait seconds")
 	c.u64(&m.BytesIn, "bytes in")
 	c.u64(&m.BytesOut, "bytes out")
+	c.str(&m.Upstream, "upstream")
+	c.str(&m.Downstream, "downstream")
+	// Last, so that a list of another length changes nothing before it.
 	c.rejections(&m.Rejected, "rejected")
 }
 

@@ -15,6 +15,8 @@ type Source struct {
 	perm         []int
 	win          Window
 	seq          int
+	// The position of Next: the epoch and its first row not dealt yet.
+	epoch, row int
 }
 
 // NewSource returns a source over x, n rows of dim values, row-major.
@@ -62,4 +64,35 @@ func (s *Source) Epoch(ctx context.Context, e int, fn func(*Window) error) error
 		}
 	}
 	return nil
+}
+
+// Next deals the next window of the stream of epochs that Epoch deals one
+// epoch at a time (the same windows, from the same shuffles), in a window
+// of its own, or false after the last window of epoch epochs-1. Do not mix
+// it with Epoch on one Source.
+func (s *Source) Next(epochs int) (*Window, bool) {
+	if s.epoch >= epochs || s.n == 0 {
+		return nil, false
+	}
+	if s.row == 0 {
+		for i := range s.perm {
+			s.perm[i] = i
+		}
+		s.rng.Shuffle(len(s.perm), func(i, j int) { s.perm[i], s.perm[j] = s.perm[j], s.perm[i] })
+	}
+	rows := min(s.k*s.batchSize, s.n-s.row)
+	w := &Window{Epoch: s.epoch, Seq: s.seq, X: make([]float32, 0, rows*s.dim)}
+	for b := 0; b < s.k && s.row < s.n; b++ {
+		r := min(s.batchSize, s.n-s.row)
+		for _, i := range s.perm[s.row : s.row+r] {
+			w.X = append(w.X, s.x[i*s.dim:(i+1)*s.dim]...)
+		}
+		w.Rows = append(w.Rows, r)
+		s.row += r
+	}
+	s.seq++
+	if s.row == s.n {
+		s.epoch, s.row = s.epoch+1, 0
+	}
+	return w, true
 }

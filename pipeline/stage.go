@@ -209,6 +209,15 @@ func (s *Stage) EndEpoch() {
 	s.epochEnded = true
 }
 
+// Waited adds time the stage spent waiting for input and for credit to its
+// statistics, and sets the state it is in now: a driver of the stage (the
+// pipelined schedule, a slave) accounts its waits here.
+func (s *Stage) Waited(input, credit time.Duration, now State) {
+	s.stats.WaitInput += input
+	s.stats.WaitCredit += credit
+	s.stats.State = now
+}
+
 // Windows returns the number of windows trained so far: the Seq of the next
 // input window.
 func (s *Stage) Windows() int { return s.windows }

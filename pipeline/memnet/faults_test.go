@@ -1,0 +1,170 @@
+package memnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
+	"github.com/pipedbn/pipedbn/rbm"
+)
+
+// tiny is a run small enough to simulate hundreds of times a second: three
+// RBMs, 18 windows each.
+func tiny(checkpointEvery int) (protocol.MasterConfig, []string) {
+	layers := []int{12, 8, 6, 4}
+	const n = 48
+	r := rand.New(rand.NewPCG(7, 7))
+	x := make([]float32, n*layers[0])
+	for i := range x {
+		x[i] = r.Float32()
+	}
+	var stages []pipeline.StageConfig
+	var slaves []string
+	for i := 1; i < len(layers); i++ {
+		stages = append(stages, pipeline.StageConfig{
+			Index: i, Visible: layers[i-1], Hidden: layers[i], Units: rbm.Bernoulli, Epochs: 3, BatchSize: 4, K: 2, CDK: 1,
+			Middle: rbm.Probabilities, LearningRate: [2]float64{0.1, 0.05}, Momentum: [2]float64{0.5, 0.9},
+			WeightDecay: 2e-4, Seed: uint64(100 + i),
+		})
+		slaves = append(slaves, fmt.Sprintf("local-%d", i))
+	}
+	return protocol.MasterConfig{
+		Run: protocol.Run{ID: "faults"}, Stages: stages, Data: x, N: n, ShuffleSeed: 3,
+		Credits: 2, CheckpointEvery: checkpointEvery,
+	}, slaves
+}
+
+// simTiming is the protocol's timing, scaled down so that a simulated run
+// with faults lasts seconds of simulated time.
+func simTiming() protocol.Timing {
+	t := protocol.DefaultTiming(10*time.Second, time.Second)
+	t.RegisterEvery, t.StatusEvery, t.RegrantEvery, t.ResendAfter = 250*time.Millisecond, 250*time.Millisecond, 125*time.Millisecond, 250*time.Millisecond
+	t.DrainGrace, t.WeightsEvery, t.FinishTimeout = time.Second, time.Second, time.Minute
+	return t
+}
+
+// simulate runs cfg on a simulated network with the given faults (nil:
+// none), and returns the trained RBMs, the simulated time it took and the
+// transcript of the run.
+func simulate(cfg protocol.MasterConfig, slaves []string, faults *Schedule) ([]protocol.Trained, time.Duration, []string, error) {
+	var transcript []string
+	var net *Network
+	logs := hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: writerFunc(func(p []byte) (int, error) {
+		transcript = append(transcript, fmt.Sprintf("%8.3fs %s", net.now.Seconds(), strings.TrimSpace(string(p))))
+		return len(p), nil
+	}), DisableTime: true})
+	net = New(cfg, slaves, Options{
+		Timing: simTiming(), Simulated: true, Encode: true, Faults: faults, Logger: logs,
+		Trace: func(format string, args ...any) { transcript = append(transcript, fmt.Sprintf(format, args...)) },
+	})
+	trained, err := net.Run(context.Background())
+	return trained, net.now, transcript, err
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func envInt(t *testing.T, key string, def uint64) uint64 {
+	v := os.Getenv(key)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		t.Fatalf("%s = %q: want a non-negative integer", key, v)
+	}
+	return n
+}
+
+// TestFaultSchedules runs the protocol through random fault schedules (from
+// PIPEDBN_FAULT_SEED, PIPEDBN_FAULT_RUNS schedules) and checks that every
+// run completes with the weights of the fault-free run, bit for bit, each
+// RBM having trained every mini-batch exactly once in the lineage that
+// survived. A failing schedule prints the command that replays it and the
+// end of its transcript.
+func TestFaultSchedules(t *testing.T) {
+	seed := envInt(t, "PIPEDBN_FAULT_SEED", 1)
+	runs := envInt(t, "PIPEDBN_FAULT_RUNS", 40)
+	cfg, slaves := tiny(2)
+	want, horizon, _, err := simulate(cfg, slaves, nil)
+	if err != nil {
+		t.Fatalf("fault-free run: %v", err)
+	}
+	batches := 3 * pipeline.BatchesPerEpoch(cfg.N, 4)
+	for i := range runs {
+		s := RandomSchedule(seed+i, slaves, horizon, simTiming())
+		got, took, transcript, err := simulate(cfg, slaves, s)
+		fail := func(format string, args ...any) {
+			t.Helper()
+			tail := transcript[max(0, len(transcript)-60):]
+			t.Errorf("%s\n%s\nreplay: PIPEDBN_FAULT_SEED=%d PIPEDBN_FAULT_RUNS=1 go test ./pipeline/memnet -run 'TestFaultSchedules$' -v\nlast %d of %d events:\n%s",
+				fmt.Sprintf(format, args...), s, seed+i, len(tail), len(transcript), strings.Join(tail, "\n"))
+		}
+		if path := os.Getenv("PIPEDBN_FAULT_TRACE"); path != "" && runs == 1 {
+			os.WriteFile(path, []byte(strings.Join(transcript, "\n")+"\n"), 0o644)
+		}
+		if err != nil {
+			fail("run failed after %s: %v", took, err)
+			continue
+		}
+		for j, tr := range got {
+			w := want[j].RBM
+			if tr.Stats.Batches != batches {
+				fail("rbm %d trained %d mini-batches, want %d", j+1, tr.Stats.Batches, batches)
+			}
+			if !slices.Equal(tr.RBM.W, w.W) || !slices.Equal(tr.RBM.A, w.A) || !slices.Equal(tr.RBM.B, w.B) {
+				fail("rbm %d: weights differ from the fault-free run", j+1)
+			}
+		}
+		if testing.Verbose() && runs == 1 {
+			t.Logf("%s: completed in %s of simulated time (fault-free: %s)\n%s", s, took, horizon, strings.Join(transcript, "\n"))
+		}
+	}
+}
+
+// TestFaultFreeMatchesInProcess checks the protocol against the in-process
+// schedule: the same windows, the same weights.
+func TestFaultFreeMatchesInProcess(t *testing.T) {
+	cfg, slaves := tiny(2)
+	got, _, _, err := simulate(cfg, slaves, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := pipeline.Pipelined(context.Background(), cfg.Data, cfg.N, cfg.Stages, cfg.ShuffleSeed, cfg.Credits, pipeline.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range want {
+		if w := st.RBM(); !slices.Equal(got[i].RBM.W, w.W) || !slices.Equal(got[i].RBM.B, w.B) {
+			t.Errorf("rbm %d: the protocol's weights differ from the in-process schedule's", i+1)
+		}
+	}
+}
+
+// TestImpossibleSchedules checks that a run that cannot complete fails
+// with ErrSlaveLost, saying why: a crash without checkpoints, and a master
+// cut off from every slave for longer than the join timeout.
+func TestImpossibleSchedules(t *testing.T) {
+	cfg, slaves := tiny(0)
+	_, _, _, err := simulate(cfg, slaves, &Schedule{Faults: []Fault{{At: 200 * time.Millisecond, Kind: Crash, Node: slaves[1]}}})
+	if !errors.Is(err, protocol.ErrSlaveLost) || !strings.Contains(err.Error(), "checkpoint_every = 0") {
+		t.Errorf("crash without checkpoints: err = %v; want ErrSlaveLost naming reliability.checkpoint_every", err)
+	}
+	cfg, slaves = tiny(2)
+	_, _, _, err = simulate(cfg, slaves, &Schedule{Faults: []Fault{{At: 200 * time.Millisecond, Kind: Isolate, Node: protocol.MasterName, For: time.Hour}}})
+	if !errors.Is(err, protocol.ErrSlaveLost) || !strings.Contains(err.Error(), "join_timeout") {
+		t.Errorf("master isolated for an hour: err = %v; want ErrSlaveLost naming cluster.join_timeout", err)
+	}
+}

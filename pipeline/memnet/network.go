@@ -1,0 +1,484 @@
+// Package memnet runs pipedbn's protocol (pipeline/protocol) in one
+// process: a master and its slaves as state machines on an in-memory
+// network, with the same messages, checkpoints and recovery as over NATS.
+// It has two clocks. Live, it runs in real time with every slave's training
+// on a goroutine of its own: `cluster.transport: memory`. Simulated, time is
+// logical and every fault NATS may show can be injected into it: dropped,
+// duplicated and delayed messages (reordered across subjects, never within
+// one), cut links, isolated nodes, crashed and restarted slaves, a broker
+// restart. It was modelled on etcd raft's test network and hashicorp/raft's
+// InmemTransport.
+package memnet
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
+)
+
+// event is something that happens at a moment of the network's time.
+type event struct {
+	at  time.Duration
+	seq uint64 // ties broken by order of scheduling
+	do  func()
+}
+
+type eventQueue []*event
+
+func (q eventQueue) Len() int { return len(q) }
+func (q eventQueue) Less(i, j int) bool {
+	return q[i].at < q[j].at || (q[i].at == q[j].at && q[i].seq < q[j].seq)
+}
+func (q eventQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *eventQueue) Push(x any)   { *q = append(*q, x.(*event)) }
+func (q *eventQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// node is one process on the network: the master or a slave. A crash ends
+// the process; a restart is a new process under the same name, with a new
+// generation, so that late events of the old one are ignored.
+type node struct {
+	name   string
+	gen    int
+	alive  bool
+	master *protocol.Master
+	slave  *protocol.Slave
+	// bytes in and out of windows, for the slave's reports.
+	bytesIn, bytesOut uint64
+}
+
+// Options configure a Network.
+type Options struct {
+	// Timing of the protocol.
+	Timing protocol.Timing
+	// Tick is the period at which every node's timers run. Default 10ms.
+	Tick time.Duration
+	// Simulated runs on logical time, with the training of every window
+	// taking JobTime and every store operation StoreTime; otherwise the
+	// network runs in real time and trains on goroutines.
+	Simulated bool
+	// JobTime and StoreTime, simulated; defaults 20ms and 5ms.
+	JobTime, StoreTime time.Duration
+	// Latency is the delivery time of a message, simulated; default 1ms.
+	Latency time.Duration
+	// Encode passes every message through the wire codec (a copy per
+	// delivery, as over NATS).
+	Encode bool
+	// Limit bounds a simulated run's time: a run still going then has
+	// stalled. Default 1h.
+	Limit time.Duration
+	// Faults are injected into a simulated network; nil: none.
+	Faults *Schedule
+	// Store keeps the checkpoints; nil: a fresh protocol.MemStore.
+	Store protocol.Store
+	// MaxRestarts bounds the restarts of one slave name. Default 3.
+	MaxRestarts int
+	// Logger receives the nodes' log lines; nil discards them.
+	Logger hclog.Logger
+	// Trace, if set, sees every message sent and what became of it.
+	Trace func(format string, args ...any)
+}
+
+// Network is an in-memory network of one master and its slaves.
+type Network struct {
+	opt    Options
+	log    hclog.Logger
+	now    time.Duration
+	seq    uint64
+	queue  eventQueue
+	nodes  map[string]*node
+	master *node
+	mcfg   protocol.MasterConfig
+	store  protocol.Store
+	rng    *rand.Rand
+
+	// streams holds the delivery time of the last message of each stream
+	// (see stream): delays never reorder one.
+	streams  map[[3]string]time.Duration
+	restarts map[string]int
+	brokerUp bool
+	err      error // of the network itself: a restart limit hit
+
+	jobs    chan jobDone // live: finished jobs
+	running int          // live: jobs on goroutines
+	start   time.Time
+}
+
+type jobDone struct {
+	n   *node
+	gen int
+	err error
+}
+
+// New returns a network that will run the master cfg describes with slaves
+// named slaves.
+func New(cfg protocol.MasterConfig, slaves []string, opt Options) *Network {
+	if opt.Tick <= 0 {
+		opt.Tick = 10 * time.Millisecond
+	}
+	if opt.JobTime <= 0 {
+		opt.JobTime = 20 * time.Millisecond
+	}
+	if opt.StoreTime <= 0 {
+		opt.StoreTime = 5 * time.Millisecond
+	}
+	if opt.Latency <= 0 {
+		opt.Latency = time.Millisecond
+	}
+	if opt.Limit <= 0 {
+		opt.Limit = time.Hour
+	}
+	if opt.MaxRestarts <= 0 {
+		opt.MaxRestarts = 3
+	}
+	if opt.Logger == nil {
+		opt.Logger = hclog.NewNullLogger()
+	}
+	if opt.Store == nil {
+		opt.Store = protocol.NewMemStore()
+	}
+	var seed uint64
+	if opt.Faults != nil {
+		seed = opt.Faults.Seed
+	}
+	n := &Network{
+		opt: opt, log: opt.Logger, nodes: map[string]*node{}, mcfg: cfg, store: opt.Store,
+		rng: rand.New(rand.NewPCG(seed, 0x6e6574)), streams: map[[3]string]time.Duration{},
+		restarts: map[string]int{}, brokerUp: true, jobs: make(chan jobDone, len(slaves)+1),
+	}
+	n.mcfg.Timing = opt.Timing
+	for _, s := range slaves {
+		n.nodes[s] = &node{name: s}
+	}
+	return n
+}
+
+// at schedules do at time t.
+func (n *Network) at(t time.Duration, do func()) {
+	n.seq++
+	heap.Push(&n.queue, &event{at: t, seq: n.seq, do: do})
+}
+
+func (n *Network) trace(format string, args ...any) {
+	if n.opt.Trace != nil {
+		n.opt.Trace("%8.3fs "+format, append([]any{n.now.Seconds()}, args...)...)
+	}
+}
+
+// Run runs the master and the slaves until the master is done, and
+// returns what it trained. In real time, cancelling ctx interrupts the
+// master (the slaves leave checkpoints); simulated, it stops the network.
+func (n *Network) Run(ctx context.Context) ([]protocol.Trained, error) {
+	n.start = time.Now()
+	if err := n.startMaster(nil); err != nil {
+		return nil, err
+	}
+	for _, nd := range n.nodes {
+		if nd != n.master {
+			n.startSlave(nd)
+		}
+	}
+	if f := n.opt.Faults; f != nil && n.opt.Simulated {
+		f.schedule(n)
+	}
+	n.at(n.opt.Tick, n.tick)
+	interrupted := false
+	for {
+		if done, err := n.master.master.Done(); done {
+			n.drainJobs()
+			if err != nil {
+				return nil, err
+			}
+			return n.master.master.Trained(), nil
+		}
+		if n.err != nil {
+			n.drainJobs()
+			return nil, n.err
+		}
+		if ctx.Err() != nil && !interrupted {
+			if n.opt.Simulated {
+				return nil, ctx.Err()
+			}
+			interrupted = true
+			n.master.master.Interrupt(n.clock())
+			n.flush(n.master)
+			continue
+		}
+		if err := n.step(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// clock returns the network's time now.
+func (n *Network) clock() time.Duration {
+	if n.opt.Simulated {
+		return n.now
+	}
+	return time.Since(n.start)
+}
+
+// step runs the next event, waiting for it (or for a finished job) in real
+// time.
+func (n *Network) step(ctx context.Context) error {
+	if len(n.queue) == 0 && n.running == 0 {
+		return fmt.Errorf("memnet: nothing left to happen at %s", n.now)
+	}
+	if n.opt.Simulated && n.now > n.opt.Limit {
+		return fmt.Errorf("memnet: the run stalled: not over after %s of simulated time", n.opt.Limit)
+	}
+	if !n.opt.Simulated {
+		wait := time.Duration(0)
+		if len(n.queue) > 0 {
+			wait = n.queue[0].at - n.clock()
+		}
+		if wait > 0 || len(n.queue) == 0 {
+			var timer <-chan time.Time
+			if len(n.queue) > 0 {
+				t := time.NewTimer(wait)
+				defer t.Stop()
+				timer = t.C
+			}
+			select {
+			case d := <-n.jobs:
+				n.running--
+				n.now = n.clock()
+				n.trained(d)
+				return nil
+			case <-timer:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
+	e := heap.Pop(&n.queue).(*event)
+	if n.opt.Simulated {
+		n.now = e.at
+	} else {
+		n.now = n.clock()
+	}
+	e.do()
+	return nil
+}
+
+// drainJobs waits for the training goroutines still running.
+func (n *Network) drainJobs() {
+	for ; n.running > 0; n.running-- {
+		<-n.jobs
+	}
+}
+
+// tick runs every live node's timers.
+func (n *Network) tick() {
+	for _, nd := range n.sorted() {
+		if !nd.alive {
+			continue
+		}
+		if nd.master != nil {
+			nd.master.Tick(n.now)
+		} else {
+			nd.slave.Tick(n.now)
+		}
+		n.flush(nd)
+	}
+	n.at(n.now+n.opt.Tick, n.tick)
+}
+
+// sorted returns the nodes in a fixed order: the master, then the slaves
+// by name, so that a simulated run is the same every time.
+func (n *Network) sorted() []*node {
+	out := make([]*node, 0, len(n.nodes))
+	out = append(out, n.master)
+	for _, name := range sortedNames(n.nodes) {
+		if nd := n.nodes[name]; nd != n.master {
+			out = append(out, nd)
+		}
+	}
+	return out
+}
+
+func (n *Network) startMaster(stored *protocol.Stored) error {
+	cfg := n.mcfg
+	cfg.Stored = stored
+	cfg.Logger = n.log.Named("master")
+	m, err := protocol.NewMaster(cfg)
+	if err != nil {
+		return err
+	}
+	nd := n.nodes[protocol.MasterName]
+	if nd == nil {
+		nd = &node{name: protocol.MasterName}
+		n.nodes[nd.name] = nd
+	}
+	nd.gen++
+	nd.alive, nd.master = true, m
+	n.master = nd
+	m.Start(n.now)
+	n.flush(nd)
+	return nil
+}
+
+func (n *Network) startSlave(nd *node) {
+	nd.gen++
+	nd.bytesIn, nd.bytesOut = 0, 0
+	s, err := protocol.NewSlave(protocol.SlaveConfig{
+		Name: nd.name, Host: "memnet", CPUs: 1, PID: nd.gen, Timing: n.opt.Timing,
+		Bytes:  func() (uint64, uint64) { return nd.bytesIn, nd.bytesOut },
+		Logger: n.log.Named("slave." + nd.name),
+	})
+	if err != nil {
+		n.err = err
+		return
+	}
+	nd.alive, nd.slave = true, s
+	n.trace("start %s (generation %d)", nd.name, nd.gen)
+	s.Start(n.now)
+	n.flush(nd)
+}
+
+// crash ends a node's process: it loses everything it held.
+func (n *Network) crash(nd *node) {
+	if !nd.alive {
+		return
+	}
+	n.trace("crash %s", nd.name)
+	nd.alive, nd.slave = false, nil
+	nd.gen++
+}
+
+// respawn replaces the slave name with a new process of the same name, as
+// the master does with its local slaves: one it declared lost, or one that
+// died.
+func (n *Network) respawn(name string) {
+	nd := n.nodes[name]
+	if nd == nil {
+		return
+	}
+	n.restarts[name]++
+	if n.restarts[name] > n.opt.MaxRestarts {
+		n.err = fmt.Errorf("slave %s was lost %d times", name, n.restarts[name])
+		return
+	}
+	n.crash(nd)
+	n.at(n.now+n.opt.Tick, func() {
+		if !nd.alive {
+			n.startSlave(nd)
+		}
+	})
+}
+
+// flush carries out what a node asks for after an input.
+func (n *Network) flush(nd *node) {
+	if !nd.alive {
+		return
+	}
+	var out protocol.Output
+	if nd.master != nil {
+		out = nd.master.Ready()
+	} else {
+		out = nd.slave.Ready()
+		if done, err := nd.slave.Done(); done {
+			n.exited(nd, err)
+		}
+	}
+	for _, e := range out.Messages {
+		n.send(e)
+	}
+	if out.Job != nil {
+		n.runJob(nd, out.Job)
+	}
+	for _, op := range out.Store {
+		n.storeOp(op)
+	}
+	for _, r := range out.Respawn {
+		n.respawn(r.Slave)
+	}
+}
+
+// exited handles a slave process that ended: one the master did not need
+// stands by and registers again, as `slave --serve` does.
+func (n *Network) exited(nd *node, err error) {
+	n.trace("%s exited: %v", nd.name, err)
+	nd.alive = false
+	nd.gen++
+	if err != nil && nd.slave != nil && nd.slave.Assigned() == nil {
+		n.at(n.now+n.opt.Timing.RegisterEvery, func() {
+			if !nd.alive {
+				n.startSlave(nd)
+			}
+		})
+	}
+}
+
+func (n *Network) runJob(nd *node, job *protocol.Job) {
+	gen := nd.gen
+	if n.opt.Simulated {
+		n.at(n.now+n.opt.JobTime, func() { n.trained(jobDone{nd, gen, job.Run()}) })
+		return
+	}
+	n.running++
+	go func() { n.jobs <- jobDone{nd, gen, job.Run()} }()
+}
+
+func (n *Network) trained(d jobDone) {
+	if !d.n.alive || d.n.gen != d.gen {
+		return // the process that trained it is gone
+	}
+	d.n.slave.Trained(n.now, d.err)
+	n.flush(d.n)
+}
+
+func (n *Network) storeOp(op protocol.StoreOp) {
+	gen := n.master.gen
+	ctx := context.Background()
+	done := func() {
+		if n.master.gen != gen || !n.master.alive {
+			return
+		}
+		m := n.master.master
+		switch op.Kind {
+		case protocol.Put:
+			b, err := messages.Encode(op.Msg)
+			if err == nil {
+				err = n.store.Put(ctx, op.Name, b)
+			}
+			if err != nil {
+				m.Abort(n.now, fmt.Errorf("store %s: %w", op.Name, err))
+			} else {
+				m.Stored(n.now, op)
+			}
+		case protocol.Get:
+			b, err := n.store.Get(ctx, op.Name)
+			var cp *messages.Checkpoint
+			if err == nil {
+				var msg messages.Message
+				if msg, err = messages.Decode(b); err == nil {
+					var ok bool
+					if cp, ok = msg.(*messages.Checkpoint); !ok {
+						err = fmt.Errorf("%s holds a %s", op.Name, msg.Kind())
+					}
+				}
+			}
+			m.Loaded(n.now, op, cp, err)
+		case protocol.Delete:
+			n.store.Delete(ctx, op.Name)
+		}
+		n.flush(n.master)
+	}
+	if n.opt.Simulated {
+		n.at(n.now+n.opt.StoreTime, done)
+		return
+	}
+	done()
+}

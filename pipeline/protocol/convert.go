@@ -1,0 +1,106 @@
+package protocol
+
+import (
+	"time"
+
+	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/rbm"
+)
+
+// StageConfig turns an assignment into the stage it describes.
+func StageConfig(a *messages.Assign) (pipeline.StageConfig, error) {
+	units, err := rbm.ParseUnits(a.Units)
+	if err != nil {
+		return pipeline.StageConfig{}, err
+	}
+	middle, err := rbm.ParseMiddle(a.Middle)
+	if err != nil {
+		return pipeline.StageConfig{}, err
+	}
+	return pipeline.StageConfig{
+		Index: a.RBM, Visible: a.Visible, Hidden: a.Hidden, Units: units,
+		Epochs: a.Epochs, BatchSize: a.BatchSize, K: a.K, CDK: a.CDK, Middle: middle,
+		LearningRate: [2]float64{a.LearningRate.Initial, a.LearningRate.Final},
+		Momentum:     [2]float64{a.Momentum.Initial, a.Momentum.Final},
+		WeightDecay:  a.WeightDecay, Seed: a.Seed,
+	}, nil
+}
+
+// assignment is the Assign that gives stage c, one of rbms, to a slave
+// between up and down.
+func assignment(run Run, c pipeline.StageConfig, rbms, rows, credits, checkpointEvery int, up, down string) *messages.Assign {
+	return &messages.Assign{
+		RunID: run.ID, Incarnation: run.Incarnation, RBM: c.Index, RBMs: rbms, Visible: c.Visible, Hidden: c.Hidden,
+		Units: c.Units.String(), Epochs: c.Epochs, BatchSize: c.BatchSize, K: c.K, CDK: c.CDK,
+		Middle:       c.Middle.String(),
+		LearningRate: messages.Schedule{Initial: c.LearningRate[0], Final: c.LearningRate[1]},
+		Momentum:     messages.Schedule{Initial: c.Momentum[0], Final: c.Momentum[1]},
+		WeightDecay:  c.WeightDecay, Seed: c.Seed,
+		BatchesPerEpoch: pipeline.BatchesPerEpoch(rows, c.BatchSize), RowsPerEpoch: rows,
+		Upstream: up, Downstream: down, Credits: credits, CheckpointEvery: checkpointEvery,
+	}
+}
+
+// CheckpointOf turns a stage's snapshot into the message that carries it.
+func CheckpointOf(run Run, cfg pipeline.StageConfig, s pipeline.StageState) *messages.Checkpoint {
+	return &messages.Checkpoint{
+		RunID: run.ID, Incarnation: run.Incarnation, RBM: cfg.Index, Visible: cfg.Visible, Hidden: cfg.Hidden,
+		Windows: s.Windows, Epoch: s.Epoch, EpochSSE: s.EpochSSE, EpochElems: s.EpochElems, EpochEnded: s.EpochEnded,
+		Batches: s.Stats.Batches, Rows: s.Stats.Rows, ReconErrors: s.Stats.Recon, ReconError: s.Stats.LastRecon,
+		BusySeconds: s.Stats.Busy.Seconds(), WaitInputSeconds: s.Stats.WaitInput.Seconds(),
+		WaitCreditSeconds: s.Stats.WaitCredit.Seconds(),
+		W:                 s.W, A: s.A, B: s.B, VelW: s.Trainer.VelW, VelA: s.Trainer.VelA, VelB: s.Trainer.VelB,
+		RNG: s.Trainer.RNG[:],
+	}
+}
+
+// StageStateOf is the inverse of CheckpointOf, for a checkpoint that passed
+// Check.
+func StageStateOf(c *messages.Checkpoint) pipeline.StageState {
+	s := pipeline.StageState{
+		Windows: c.Windows, Epoch: c.Epoch, EpochSSE: c.EpochSSE, EpochElems: c.EpochElems, EpochEnded: c.EpochEnded,
+		Stats: pipeline.Stats{
+			Index: c.RBM, Epoch: c.Epoch, Batches: c.Batches, Rows: c.Rows, Recon: c.ReconErrors, LastRecon: c.ReconError,
+			Busy: Seconds(c.BusySeconds), WaitInput: Seconds(c.WaitInputSeconds), WaitCredit: Seconds(c.WaitCreditSeconds),
+		},
+		W: c.W, A: c.A, B: c.B,
+		Trainer: rbm.TrainerState{VelW: c.VelW, VelA: c.VelA, VelB: c.VelB},
+	}
+	copy(s.Trainer.RNG[:], c.RNG)
+	return s
+}
+
+// Seconds converts seconds on the wire to a duration.
+func Seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// states pairs each stage state with its wire form; Idle is the fallback
+// both ways.
+var states = []struct {
+	local pipeline.State
+	wire  messages.State
+}{
+	{pipeline.Training, messages.StateTraining},
+	{pipeline.WaitingInput, messages.StateWaitingInput},
+	{pipeline.WaitingCredit, messages.StateWaitingCredit},
+	{pipeline.Done, messages.StateDone},
+	{pipeline.Failed, messages.StateFailed},
+}
+
+func wireState(s pipeline.State) messages.State {
+	for _, p := range states {
+		if p.local == s {
+			return p.wire
+		}
+	}
+	return messages.StateIdle
+}
+
+func localState(s messages.State) pipeline.State {
+	for _, p := range states {
+		if p.wire == s {
+			return p.local
+		}
+	}
+	return pipeline.Idle
+}

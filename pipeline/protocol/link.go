@@ -1,0 +1,342 @@
+package protocol
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline"
+)
+
+// Run names a run on the wire: its ID, and the incarnation of its master
+// (a resumed master starts a new one), so that words of an earlier
+// incarnation are told apart from this one's.
+type Run struct {
+	ID          string
+	Incarnation uint32
+}
+
+func (r Run) String() string { return fmt.Sprintf("%s#%d", r.ID, r.Incarnation) }
+
+// matches sorts a message's run into this run, another run, or an earlier
+// (or later) incarnation of this one.
+func (r Run) matches(id string, incarnation uint32) (ok bool, reason messages.RejectReason) {
+	switch {
+	case id != r.ID:
+		return false, messages.RejectForeign
+	case incarnation != r.Incarnation:
+		return false, messages.RejectStale
+	}
+	return true, 0
+}
+
+// LinkStats counts what one end of a link did.
+type LinkStats struct {
+	// Windows sent (producer) or accepted (consumer).
+	Windows uint64
+	// Resent counts windows a producer sent again on request; Resends the
+	// requests a consumer made.
+	Resent, Resends uint64
+	// Rejected counts what a consumer dropped, per reason.
+	Rejected messages.Rejections
+}
+
+// Producer is the sending end of a link: the master feeding RBM_1's data,
+// or slave i sending its middle results and B_i to slave i+1. It sends a
+// window only within the credit its consumer granted, numbers every window
+// with its Seq over the whole run, and keeps every window the consumer's
+// checkpoints do not cover yet, to send it again when asked: after a loss
+// in flight, or to a replacement consumer resuming from a checkpoint.
+type Producer struct {
+	run      Run
+	self     string
+	rbm      int // the producer's RBM index; 0 for the master's data
+	consumer string
+
+	seq      uint64 // the next window's Seq
+	upTo     uint64 // windows with Seq < upTo may be sent
+	kept     []*messages.Chunk
+	keptFrom uint64 // the Seq of kept[0]
+	end      *messages.EndOfStream
+	stats    LinkStats
+}
+
+// NewProducer returns the producing end of the link from self (RBM index
+// rbm; 0 for the master's data) to consumer, whose next window has Seq
+// start: 0, or the checkpoint a producer resumes from.
+func NewProducer(run Run, self string, rbm int, consumer string, start uint64) *Producer {
+	return &Producer{run: run, self: self, rbm: rbm, consumer: consumer, seq: start, upTo: start, keptFrom: start}
+}
+
+// Relink points the producer at a consumer that replaced a lost one.
+func (p *Producer) Relink(consumer string) { p.consumer = consumer }
+
+// Consumer names the current consumer.
+func (p *Producer) Consumer() string { return p.consumer }
+
+// CanSend reports whether the consumer granted credit for the next window.
+func (p *Producer) CanSend() bool { return p.end == nil && p.seq < p.upTo }
+
+// Seq is the Seq the next window gets: the number of windows produced.
+func (p *Producer) Seq() uint64 { return p.seq }
+
+// Closed reports whether the end of the stream was sent.
+func (p *Producer) Closed() bool { return p.end != nil }
+
+// Stats returns the producer's counts.
+func (p *Producer) Stats() LinkStats { return p.stats }
+
+// Send numbers w, keeps it and returns the message that carries it. It
+// takes ownership of w's slices: the caller must not change them. Call it
+// only when CanSend.
+func (p *Producer) Send(w *pipeline.Window) Envelope {
+	if !p.CanSend() {
+		panic(fmt.Sprintf("protocol: rbm %d sends window %d without credit (up to %d)", p.rbm, p.seq, p.upTo))
+	}
+	rows := w.TotalRows()
+	c := &messages.Chunk{
+		RunID: p.run.ID, Incarnation: p.run.Incarnation, RBM: p.rbm, Epoch: w.Epoch, Seq: p.seq,
+		Rows: rows, Cols: len(w.X) / max(rows, 1), Data: w.X, BatchRows: w.Rows, Bias: w.Bias,
+	}
+	p.kept = append(p.kept, c)
+	p.seq++
+	p.stats.Windows++
+	return Envelope{From: p.self, To: p.consumer, Msg: c}
+}
+
+// Close returns the end of the stream, after the last window.
+func (p *Producer) Close(lastEpoch int) Envelope {
+	p.end = &messages.EndOfStream{RunID: p.run.ID, Incarnation: p.run.Incarnation, RBM: p.rbm, Epoch: lastEpoch, Windows: p.seq}
+	return Envelope{From: p.self, To: p.consumer, Msg: p.end}
+}
+
+// OnCredit takes the consumer's credit: more windows may be sent, those
+// its checkpoints cover are forgotten, and those it asks for again are
+// returned to be sent again. Credits of another consumer or run are
+// ignored. It fails when the consumer asks for a window the producer no
+// longer keeps: the protocol's restart rule (see updateKeeps) rules that
+// out, and the run cannot go on without it.
+func (p *Producer) OnCredit(from string, c *messages.Credit) ([]Envelope, error) {
+	if from != p.consumer || c.RBM != p.rbm {
+		return nil, nil
+	}
+	if ok, _ := p.run.matches(c.RunID, c.Incarnation); !ok {
+		return nil, nil
+	}
+	p.upTo = max(p.upTo, c.UpTo)
+	if d := min(c.Durable, p.seq); d > p.keptFrom {
+		n := d - p.keptFrom
+		clear(p.kept[:n])
+		p.kept = p.kept[n:]
+		p.keptFrom = d
+	}
+	if !c.Resend || c.Next > p.seq {
+		return nil, nil
+	}
+	if c.Next < p.keptFrom {
+		return nil, fmt.Errorf("rbm %d: %s asks for window %d again, but rbm %d keeps only the windows from %d on", p.rbm, from, c.Next, p.rbm, p.keptFrom)
+	}
+	var again []Envelope
+	for _, k := range p.kept[c.Next-p.keptFrom:] {
+		again = append(again, Envelope{From: p.self, To: p.consumer, Msg: k})
+	}
+	p.stats.Resent += uint64(len(again))
+	if p.end != nil {
+		again = append(again, Envelope{From: p.self, To: p.consumer, Msg: p.end})
+	}
+	return again, nil
+}
+
+// Consumer is the receiving end of a link. It grants its producer credit
+// for Credits windows beyond those trained, accepts windows strictly in
+// sequence, drops duplicates, asks for windows again after a gap or a
+// silence, and rejects (and counts, per reason) anything that is not a
+// consistent window of its run, producer and width.
+type Consumer struct {
+	run      Run
+	self     string
+	producer string
+	rbm      int // the producer's RBM index
+	cols     int
+	credits  int
+	timing   Timing
+
+	next          uint64 // the Seq of the next window to accept
+	trained       uint64 // windows taken and trained
+	queue         []*messages.Chunk
+	ended         bool
+	durable       uint64
+	checkpointing bool
+
+	lastData, lastGrant, lastResend time.Duration
+	askResend                       bool
+	stats                           LinkStats
+}
+
+// NewConsumer returns the receiving end of the link from producer (its RBM
+// index rbm; 0 and MasterName for the data) to self, for windows of cols
+// values per row, starting at the window with Seq start. With checkpointing,
+// the producer keeps what the consumer's checkpoints do not cover yet
+// (SetDurable); without, only what was not received yet.
+func NewConsumer(run Run, self, producer string, rbm, cols, credits int, start uint64, checkpointing bool, t Timing) *Consumer {
+	return &Consumer{
+		run: run, self: self, producer: producer, rbm: rbm, cols: cols, credits: credits, timing: t,
+		next: start, trained: start, durable: start, checkpointing: checkpointing, askResend: start > 0,
+	}
+}
+
+// Producer names the current producer.
+func (c *Consumer) Producer() string { return c.producer }
+
+// Stats returns the consumer's counts.
+func (c *Consumer) Stats() LinkStats {
+	s := c.stats
+	s.Windows = c.next
+	return s
+}
+
+// Start grants the first credit, asking for the kept windows again if the
+// consumer resumes from a checkpoint.
+func (c *Consumer) Start(now time.Duration) Envelope {
+	c.lastData = now
+	return c.grant(now, c.askResend)
+}
+
+// Relink switches to the windows of a producer that replaced a lost one,
+// and asks it for what it keeps.
+func (c *Consumer) Relink(now time.Duration, producer string) Envelope {
+	c.producer = producer
+	c.lastData = now
+	return c.grant(now, true)
+}
+
+// SetDurable records that no resume of the consumer will ever need the
+// windows before seq.
+func (c *Consumer) SetDurable(seq uint64) { c.durable = max(c.durable, seq) }
+
+func (c *Consumer) grant(now time.Duration, resend bool) Envelope {
+	durable := c.next
+	if c.checkpointing {
+		durable = min(c.durable, c.next)
+	}
+	c.lastGrant = now
+	if resend {
+		c.lastResend = now
+		c.stats.Resends++
+	}
+	return Envelope{From: c.self, To: c.producer, Msg: &messages.Credit{
+		RunID: c.run.ID, Incarnation: c.run.Incarnation, RBM: c.rbm,
+		UpTo: c.trained + uint64(c.credits), Next: c.next, Durable: durable, Resend: resend,
+	}}
+}
+
+// OnChunk takes a window. It returns the credit to send, if any: a request
+// to send again after a gap.
+func (c *Consumer) OnChunk(now time.Duration, from string, m *messages.Chunk) []Envelope {
+	if reason, ok := c.check(from, m.RunID, m.Incarnation); !ok {
+		c.stats.Rejected.Add(reason)
+		return nil
+	}
+	if err := m.Check(c.run.ID, c.rbm, c.cols); err != nil {
+		c.stats.Rejected.Add(messages.ReasonOf(err))
+		return nil
+	}
+	switch {
+	case c.ended || m.Seq < c.next:
+		c.stats.Rejected.Add(messages.RejectDuplicate)
+		return nil
+	case m.Seq > c.next:
+		return c.gap(now)
+	}
+	c.next++
+	c.lastData = now
+	c.queue = append(c.queue, m)
+	return nil
+}
+
+// OnEnd takes the end of the stream. It fails when the producer ended
+// after fewer windows than were received: it cannot be the same stream.
+func (c *Consumer) OnEnd(now time.Duration, from string, m *messages.EndOfStream) ([]Envelope, error) {
+	if reason, ok := c.check(from, m.RunID, m.Incarnation); !ok || m.RBM != c.rbm {
+		if ok {
+			reason = messages.RejectForeign
+		}
+		c.stats.Rejected.Add(reason)
+		return nil, nil
+	}
+	switch {
+	case c.ended:
+		c.stats.Rejected.Add(messages.RejectDuplicate)
+	case m.Windows > c.next:
+		return c.gap(now), nil
+	case m.Windows < c.next:
+		return nil, fmt.Errorf("rbm %d ended its stream after %d windows, %d arrived", c.rbm, m.Windows, c.next)
+	default:
+		c.ended = true
+		c.lastData = now
+	}
+	return nil, nil
+}
+
+func (c *Consumer) check(from, runID string, incarnation uint32) (messages.RejectReason, bool) {
+	if from != c.producer {
+		return messages.RejectForeign, false
+	}
+	ok, reason := c.run.matches(runID, incarnation)
+	return reason, ok
+}
+
+// gap notes a window that arrived ahead of the awaited one: those between
+// were lost, and the producer is asked for them again, at most once per
+// ResendAfter.
+func (c *Consumer) gap(now time.Duration) []Envelope {
+	c.stats.Rejected.Add(messages.RejectGap)
+	if now-c.lastResend < c.timing.ResendAfter {
+		return nil
+	}
+	return []Envelope{c.grant(now, true)}
+}
+
+// Ready reports whether a window is waiting to be trained.
+func (c *Consumer) Ready() bool { return len(c.queue) > 0 }
+
+// Ended reports whether every window of the stream was taken.
+func (c *Consumer) Ended() bool { return c.ended && len(c.queue) == 0 }
+
+// Take returns the next window to train. The window is valid until the
+// next Take; call it only when Ready.
+func (c *Consumer) Take() *pipeline.Window {
+	m := c.queue[0]
+	c.queue[0] = nil
+	c.queue = c.queue[1:]
+	w := &pipeline.Window{Epoch: m.Epoch, Seq: int(m.Seq), Rows: m.BatchRows, X: m.Data, Bias: m.Bias}
+	if c.rbm == 0 {
+		w.Bias = nil // data windows: RBM_1 owns its visible biases
+	}
+	return w
+}
+
+// Trained notes that the window last taken is trained, and returns the
+// credit for one more.
+func (c *Consumer) Trained(now time.Duration) Envelope {
+	c.trained++
+	return c.grant(now, false)
+}
+
+// Tick runs the consumer's timers while it waits for input: it repeats its
+// credit every RegrantEvery (a producer that subscribed after the last
+// grant still learns of it), and asks for the kept windows again after
+// ResendAfter of silence (a loss in flight).
+func (c *Consumer) Tick(now time.Duration) []Envelope {
+	if c.ended || len(c.queue) > 0 {
+		return nil
+	}
+	t := c.timing
+	if now-c.lastData >= t.ResendAfter && now-c.lastResend >= t.ResendAfter {
+		return []Envelope{c.grant(now, true)}
+	}
+	if now-c.lastGrant >= t.RegrantEvery {
+		return []Envelope{c.grant(now, false)}
+	}
+	return nil
+}

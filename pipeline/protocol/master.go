@@ -1,0 +1,694 @@
+package protocol
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/rbm"
+)
+
+// MasterConfig is one pipelined pre-training run for the master to carry
+// out.
+type MasterConfig struct {
+	// Run names the run on the wire.
+	Run Run
+	// Stages describe RBM_1..RBM_L; slave i trains Stages[i-1].
+	Stages []pipeline.StageConfig
+	// Data holds N rows of Stages[0].Visible values: RBM_1's input, which
+	// the master streams to slave 1, shuffled every epoch by a source
+	// seeded with ShuffleSeed.
+	Data        []float32
+	N           int
+	ShuffleSeed uint64
+	// Credits bounds the windows in flight on each link.
+	Credits int
+	// CheckpointEvery is C: every slave checkpoints after every C windows.
+	// 0 turns checkpoints off: a lost slave then fails the run.
+	CheckpointEvery int
+	// Timing of the protocol.
+	Timing Timing
+	// Stored, for a run that resumes, is what the store holds of it; nil
+	// for a new run.
+	Stored *Stored
+	// Observer sees the run's progress; any of its functions may be nil.
+	Observer Observer
+	// Logger receives the master's log lines; nil discards them.
+	Logger hclog.Logger
+}
+
+// Observer sees a run's progress. Its functions run inside the master's
+// state machine: keep them quick, and do not call the master from them.
+type Observer struct {
+	// Hooks see every slave's progress, from its status reports.
+	Hooks pipeline.Hooks
+	// Joined sees every slave that registers.
+	Joined func(name, host string, cpus int)
+	// Lost sees each slave declared lost.
+	Lost func(rbm int, slave string, silent time.Duration)
+	// Recovered sees each replacement resuming a lost slave's RBM.
+	Recovered func(Recovery)
+	// Checkpointed sees every checkpoint once it is stored.
+	Checkpointed func(rbm int, state pipeline.StageState)
+}
+
+// Recovery describes a lost slave and its replacement.
+type Recovery struct {
+	RBM               int
+	Lost, Replacement string
+	// Silent is how long the lost slave had said nothing when it was
+	// declared lost.
+	Silent time.Duration
+	// LostAtBatch is the last mini-batch count the lost slave reported;
+	// ResumedAtBatch and ResumedAtWindow are those of the checkpoint the
+	// replacement resumed from. Redone = LostAtBatch - ResumedAtBatch, at
+	// least: the lost slave may have trained more since its last report.
+	LostAtBatch, ResumedAtBatch, ResumedAtWindow, Redone int
+}
+
+// Trained is one RBM as its slave reported it at the end.
+type Trained struct {
+	Slave string
+	RBM   *rbm.RBM
+	Stats pipeline.Stats
+	// BytesIn and BytesOut are the bytes of windows the slave received and
+	// sent.
+	BytesIn, BytesOut int64
+	// Rejected counts what the slave's input link dropped, per reason, as
+	// of its last report.
+	Rejected messages.Rejections
+}
+
+type masterPhase int
+
+const (
+	gathering masterPhase = iota // waiting for L slaves to register
+	running
+	stopping // interrupted: waiting for the slaves' last checkpoints
+	over
+)
+
+// seat is RBM_i's place in the run: who trains it, what the master last
+// heard, and what the store holds of it.
+type seat struct {
+	slave    string
+	assigned bool   // the slave was sent its assignment
+	process  joined // the slave's registration
+	// confirmed says the slave reported since its assignment; until then
+	// a repeated registration gets the assignment again, with from.
+	confirmed bool
+	from      *messages.Checkpoint
+	seen      time.Duration // the last word of the slave
+	batches   int           // the mini-batches it last reported
+	epochs    int           // the epochs it last reported finished
+	rejected  messages.Rejections
+	lost      *vacancy // the slave was lost; a replacement is awaited
+	// replacement names the slave that takes over from a lost one while
+	// its checkpoint loads.
+	replacement string
+	stored      map[int]int
+	keep        int // the oldest checkpoint kept: every (re)start begins here
+	// floor is a lower bound of the windows the current slave has taken
+	// from its producer: where it (re)started, or its latest checkpoint.
+	floor   int
+	weights *messages.Weights
+	gone    bool // it left on request while the master stops
+}
+
+// vacancy is an RBM whose slave was lost.
+type vacancy struct {
+	lost        string
+	since       time.Duration
+	silent      time.Duration
+	lostAtBatch int
+}
+
+// joined is a slave that registered: a process, told apart from an
+// earlier one of the same name by its host and process id.
+type joined struct {
+	name, host string
+	cpus, pid  int
+}
+
+// Master is the master's state machine: it waits for slaves, assigns RBM_i
+// to the i-th, streams the data to slave 1, stores the slaves' checkpoints,
+// replaces lost slaves and collects the weights. It is not safe for
+// concurrent use.
+type Master struct {
+	cfg MasterConfig
+	log hclog.Logger
+	out Output
+	L   int
+
+	phase    masterPhase
+	deadline time.Duration
+	err      error
+	offline  bool
+	joined   []joined
+	seats    []*seat // seats[i] is RBM_i's; seats[0] is unused
+	loading  int     // checkpoints being loaded before the run starts
+	starts   []*messages.Checkpoint
+
+	src   *pipeline.Source
+	feed  *Producer
+	dealt bool // every data window was dealt
+}
+
+// NewMaster returns the master of the run cfg describes.
+func NewMaster(cfg MasterConfig) (*Master, error) {
+	if err := CheckName(cfg.Run.ID); err != nil {
+		return nil, fmt.Errorf("run %w", err)
+	}
+	if err := cfg.Timing.check(); err != nil {
+		return nil, err
+	}
+	if len(cfg.Stages) == 0 || cfg.Credits < 1 || cfg.N < 1 {
+		return nil, fmt.Errorf("protocol: a run of %d RBMs, %d credits, %d rows: want at least one of each", len(cfg.Stages), cfg.Credits, cfg.N)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	L := len(cfg.Stages)
+	m := &Master{cfg: cfg, log: cfg.Logger, L: L, seats: make([]*seat, L+1), starts: make([]*messages.Checkpoint, L+1)}
+	for i := 1; i <= L; i++ {
+		m.seats[i] = &seat{stored: map[int]int{}}
+	}
+	if st := cfg.Stored; st != nil {
+		for i, ws := range st.Checkpoints {
+			if i >= 1 && i <= L {
+				for _, w := range ws {
+					m.seats[i].stored[w] = 0
+				}
+			}
+		}
+		for i, w := range st.Weights {
+			if i >= 1 && i <= L {
+				m.seats[i].weights = w
+			}
+		}
+	}
+	m.updateKeeps()
+	return m, nil
+}
+
+// Ready returns what the master asks its driver to do, and forgets it.
+func (m *Master) Ready() Output {
+	o := m.out
+	m.out = Output{}
+	return o
+}
+
+// Done reports whether the run is over, and its error: nil when every
+// RBM's weights are in, ErrInterrupted after Interrupt.
+func (m *Master) Done() (bool, error) { return m.phase == over, m.err }
+
+func (m *Master) send(to string, msg messages.Message) {
+	m.out.Messages = append(m.out.Messages, Envelope{From: MasterName, To: to, Msg: msg})
+}
+
+func (m *Master) store(op StoreOp) { m.out.Store = append(m.out.Store, op) }
+
+// Abort ends the run with err: the driver could not do what it was asked
+// (store a checkpoint, start a replacement).
+func (m *Master) Abort(now time.Duration, err error) {
+	if m.phase == over {
+		return
+	}
+	m.log.Error("run failed", "error", err)
+	m.stopSlaves("the run failed")
+	m.phase, m.err = over, err
+}
+
+// Start begins the run: the master waits for its slaves, and, when it
+// resumes a run, loads the checkpoints its RBMs restart from.
+func (m *Master) Start(now time.Duration) {
+	if m.complete() {
+		m.log.Info("every RBM's weights are stored: pre-training is complete")
+		m.phase = over
+		return
+	}
+	m.deadline = now + m.cfg.Timing.JoinTimeout
+	if m.cfg.Stored == nil {
+		return
+	}
+	for i := 1; i <= m.L; i++ {
+		if k := m.seats[i].keep; k > 0 {
+			m.loading++
+			m.store(StoreOp{Kind: Get, Name: CheckpointName(i, k), RBM: i, Windows: k})
+		}
+	}
+}
+
+func (m *Master) complete() bool {
+	for i := 1; i <= m.L; i++ {
+		if m.seats[i].weights == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Tick runs the master's timers: the join timeout, the detection of lost
+// slaves, the wait for replacements and, when interrupted, for the slaves'
+// last checkpoints.
+func (m *Master) Tick(now time.Duration) {
+	t := m.cfg.Timing
+	switch m.phase {
+	case gathering:
+		if now >= m.deadline {
+			names := make([]string, len(m.joined))
+			for i, j := range m.joined {
+				names[i] = j.name
+			}
+			m.Abort(now, fmt.Errorf("cluster.join_timeout = %s: %d of %d slaves joined (%s)", t.JoinTimeout, len(m.joined), m.L, strings.Join(names, ", ")))
+		}
+	case running:
+		if !m.offline {
+			m.watch(now)
+		}
+	case stopping:
+		if now >= m.deadline || m.allLeft() {
+			m.phase = over
+		}
+	}
+}
+
+// Connection tells the master whether its own connection to the others is
+// up: while it is down it declares nobody lost, and once it is back every
+// slave's silence counts from then.
+func (m *Master) Connection(now time.Duration, up bool) {
+	m.offline = !up
+	if up {
+		for _, s := range m.seats[1:] {
+			s.seen = now
+		}
+	}
+}
+
+// Receive takes a message.
+func (m *Master) Receive(now time.Duration, e Envelope) {
+	if m.phase == over {
+		return
+	}
+	switch msg := e.Msg.(type) {
+	case *messages.Register:
+		m.register(now, e.From, msg)
+		return
+	case *messages.Credit:
+		if m.feed != nil {
+			again, err := m.feed.OnCredit(e.From, msg)
+			if err != nil {
+				m.Abort(now, err)
+				return
+			}
+			m.out.Messages = append(m.out.Messages, again...)
+			m.pumpFeed()
+		}
+		return
+	}
+	i, ok := m.reporter(e)
+	if !ok {
+		return
+	}
+	s := m.seats[i]
+	s.seen = now
+	st := m.cfg.Stages[i-1]
+	switch msg := e.Msg.(type) {
+	case *messages.Status:
+		m.status(i, msg)
+	case *messages.Checkpoint:
+		if err := msg.Check(m.cfg.Run.ID, i, st.Visible, st.Hidden); err != nil {
+			m.log.Warn("bad checkpoint", "slave", e.From, "rbm", i, "error", err)
+			return
+		}
+		s.floor = max(s.floor, msg.Windows)
+		m.store(StoreOp{Kind: Put, Name: CheckpointName(i, msg.Windows), RBM: i, Windows: msg.Windows, Msg: msg})
+	case *messages.Weights:
+		if err := msg.Check(m.cfg.Run.ID, i, st.Visible, st.Hidden); err != nil {
+			m.Abort(now, fmt.Errorf("rbm %d: slave %s sent bad weights: %w", i, e.From, err))
+			return
+		}
+		if s.weights != nil {
+			return
+		}
+		s.weights = msg
+		m.store(StoreOp{Kind: Put, Name: WeightsName(i), RBM: i, Windows: -1, Msg: msg})
+		if m.complete() && m.phase == running {
+			m.log.Info("every RBM is trained")
+			m.stopSlaves("the run is complete")
+			m.phase = over
+		}
+	case *messages.Error:
+		if msg.Stopped {
+			m.left(now, i, e.From, msg.Text)
+			return
+		}
+		m.Abort(now, fmt.Errorf("rbm %d on slave %s: %s", i, e.From, msg.Text))
+	}
+}
+
+// reporter returns the RBM a slave's report is about, if it counts: it
+// must come from the current slave of its RBM, in this run. A lost slave's
+// late words are answered with a stop.
+func (m *Master) reporter(e Envelope) (int, bool) {
+	var id string
+	var inc uint32
+	var i int
+	switch msg := e.Msg.(type) {
+	case *messages.Status:
+		id, inc, i = msg.RunID, msg.Incarnation, msg.RBM
+	case *messages.Checkpoint:
+		id, inc, i = msg.RunID, msg.Incarnation, msg.RBM
+	case *messages.Weights:
+		id, inc, i = msg.RunID, msg.Incarnation, msg.RBM
+	case *messages.Error:
+		id, inc, i = msg.RunID, msg.Incarnation, msg.RBM
+	default:
+		return 0, false
+	}
+	if ok, _ := m.cfg.Run.matches(id, inc); !ok || i < 1 || i > m.L || m.phase == gathering {
+		return 0, false
+	}
+	s := m.seats[i]
+	if s.slave != e.From || s.lost != nil || !s.assigned {
+		if s.slave != e.From && m.phase == running {
+			m.send(e.From, &messages.Stop{RunID: m.cfg.Run.ID, Incarnation: m.cfg.Run.Incarnation, Reason: "declared lost"})
+		}
+		return 0, false
+	}
+	return i, true
+}
+
+func (m *Master) status(i int, msg *messages.Status) {
+	s := m.seats[i]
+	st := m.cfg.Stages[i-1]
+	stats := pipeline.Stats{
+		Index: i, Epoch: msg.Epoch, Batches: msg.Batches, Recon: msg.ReconErrors, LastRecon: msg.ReconError,
+		Rows: msg.Batches * st.BatchSize, Busy: Seconds(msg.BusySeconds),
+		WaitInput: Seconds(msg.WaitSeconds), State: localState(msg.State), Worker: msg.Slave,
+	}
+	s.batches, s.rejected = msg.Batches, msg.Rejected
+	s.confirmed, s.from = true, nil
+	if up, down := m.neighbours(i); msg.Upstream != up || msg.Downstream != down {
+		m.send(s.slave, m.assignment(i)) // a relink lost on the way
+	}
+	h := m.cfg.Observer.Hooks
+	if h.Window != nil {
+		h.Window(stats)
+	}
+	if len(msg.ReconErrors) > s.epochs {
+		s.epochs = len(msg.ReconErrors)
+		if h.Epoch != nil {
+			h.Epoch(stats)
+		}
+	}
+}
+
+// register answers a registration: until L slaves have joined (Lens's
+// waitForClients), then from replacements of lost slaves.
+func (m *Master) register(now time.Duration, from string, reg *messages.Register) {
+	answer := func(o messages.Outcome, reason string) {
+		m.send(reg.Name, &messages.Admission{Slave: reg.Name, Outcome: o, Reason: reason})
+	}
+	if reg.Protocol != messages.Version {
+		answer(messages.Refused, fmt.Sprintf("protocol version %d, the master speaks %d", reg.Protocol, messages.Version))
+		return
+	}
+	if err := CheckName(reg.Name); err != nil {
+		answer(messages.Refused, err.Error())
+		return
+	}
+	if i := m.restarted(reg); i > 0 {
+		answer(messages.Admitted, "")
+		m.restart(now, i, reg)
+		return
+	}
+	if m.current(reg.Name) {
+		answer(messages.Admitted, "") // a repeated registration
+		m.reassign(reg.Name)
+		return
+	}
+	switch m.phase {
+	case gathering:
+		if len(m.joined) >= m.L {
+			answer(messages.Full, "")
+			return
+		}
+		m.join(reg)
+		answer(messages.Admitted, "")
+		m.log.Info("slave joined", "slave", reg.Name, "host", reg.Host, "cpus", reg.CPUs, "joined", len(m.joined), "want", m.L)
+		m.maybeRun(now)
+	case running:
+		i := m.vacancyFor(reg.Name)
+		if i == 0 {
+			answer(messages.Full, "")
+			return
+		}
+		m.join(reg)
+		answer(messages.Admitted, "")
+		m.log.Info("replacement joined", "slave", reg.Name, "host", reg.Host, "rbm", i)
+		m.replace(now, i, reg.Name)
+	default:
+		answer(messages.Full, "")
+	}
+}
+
+func (m *Master) join(reg *messages.Register) {
+	m.joined = append(m.joined, joined{reg.Name, reg.Host, reg.CPUs, reg.PID})
+	if m.cfg.Observer.Joined != nil {
+		m.cfg.Observer.Joined(reg.Name, reg.Host, reg.CPUs)
+	}
+}
+
+// restarted returns the RBM of the slave whose name a new process
+// registers under once the run is on: the earlier process is lost, and the
+// new one takes over its RBM at once (restart). Before the run starts, the
+// new process simply replaces the earlier one.
+func (m *Master) restarted(reg *messages.Register) int {
+	if m.phase == gathering {
+		for k, j := range m.joined {
+			if j.name == reg.Name && (j.host != reg.Host || j.pid != reg.PID) {
+				m.joined[k] = joined{reg.Name, reg.Host, reg.CPUs, reg.PID}
+			}
+		}
+		return 0
+	}
+	for i := 1; i <= m.L; i++ {
+		s := m.seats[i]
+		if m.phase == running && s.lost == nil && s.slave == reg.Name && (s.process.host != reg.Host || s.process.pid != reg.PID) {
+			return i
+		}
+	}
+	return 0
+}
+
+// restart hands RBM i to the new process of its slave's name.
+func (m *Master) restart(now time.Duration, i int, reg *messages.Register) {
+	if m.cfg.CheckpointEvery <= 0 {
+		m.Abort(now, fmt.Errorf("%w: slave %s (rbm %d) restarted, and without checkpoints (reliability.checkpoint_every = 0) it cannot resume", ErrSlaveLost, reg.Name, i))
+		return
+	}
+	m.log.Warn("slave restarted", "slave", reg.Name, "rbm", i)
+	m.lose(now, i, false)
+	m.join(reg)
+	m.replace(now, i, reg.Name)
+}
+
+// reassign repeats the assignment of a slave that registers again before
+// it reported: the assignment, or its checkpoint, was lost on the way.
+func (m *Master) reassign(name string) {
+	for i := 1; i <= m.L; i++ {
+		if s := m.seats[i]; s.lost == nil && s.slave == name && s.assigned && !s.confirmed {
+			a := m.assignment(i)
+			a.Resume = s.from != nil
+			m.send(name, a)
+			if s.from != nil {
+				m.send(name, s.from)
+			}
+		}
+	}
+}
+
+// current reports whether name is one of the run's slaves: joined, or
+// training (or about to) an RBM.
+func (m *Master) current(name string) bool {
+	if m.phase == gathering {
+		for _, j := range m.joined {
+			if j.name == name {
+				return true
+			}
+		}
+		return false
+	}
+	for _, s := range m.seats[1:] {
+		if (s.lost == nil && s.slave == name) || s.replacement == name {
+			return true
+		}
+	}
+	return false
+}
+
+// vacancyFor returns the vacant RBM a replacement named name takes: the
+// one it was lost from, if any, else the first; 0 if none is vacant.
+func (m *Master) vacancyFor(name string) int {
+	pick := 0
+	for i := 1; i <= m.L; i++ {
+		s := m.seats[i]
+		if s.lost != nil && s.replacement == "" && (pick == 0 || s.lost.lost == name) {
+			pick = i
+		}
+	}
+	return pick
+}
+
+// maybeRun starts the run once L slaves have joined and the checkpoints of
+// a resumed run are loaded.
+func (m *Master) maybeRun(now time.Duration) {
+	if m.phase != gathering || len(m.joined) < m.L || m.loading > 0 {
+		return
+	}
+	m.phase = running
+	for i := 1; i <= m.L; i++ {
+		s := m.seats[i]
+		s.process = m.joined[i-1]
+		s.slave, s.seen, s.floor = s.process.name, now, m.starts[i].GetWindows()
+	}
+	resume := m.cfg.Stored != nil
+	for i := 1; i <= m.L; i++ {
+		m.assign(i, resume, m.starts[i])
+	}
+	c := m.cfg.Stages[0]
+	m.src = pipeline.NewSource(m.cfg.Data, m.cfg.N, c.Visible, c.BatchSize, c.K, m.cfg.ShuffleSeed)
+	first := m.starts[1].GetWindows()
+	m.feed = NewProducer(m.cfg.Run, MasterName, 0, m.seats[1].slave, uint64(first))
+	for n := 0; n < first; n++ {
+		m.src.Next(c.Epochs) // dealt before the resume point
+	}
+	m.starts = nil
+}
+
+// pumpFeed deals data windows to RBM_1 as far as its credit goes.
+func (m *Master) pumpFeed() {
+	epochs := m.cfg.Stages[0].Epochs
+	for !m.dealt && m.feed.CanSend() {
+		w, ok := m.src.Next(epochs)
+		if !ok {
+			m.dealt = true
+			m.out.Messages = append(m.out.Messages, m.feed.Close(epochs-1))
+			return
+		}
+		m.out.Messages = append(m.out.Messages, m.feed.Send(w))
+	}
+}
+
+// neighbours returns the producer and consumer names of RBM i.
+func (m *Master) neighbours(i int) (up, down string) {
+	up = MasterName
+	if i > 1 {
+		up = m.seats[i-1].slave
+	}
+	if i < m.L {
+		down = m.seats[i+1].slave
+	}
+	return up, down
+}
+
+func (m *Master) assignment(i int) *messages.Assign {
+	up, down := m.neighbours(i)
+	c := m.cfg
+	return assignment(c.Run, c.Stages[i-1], m.L, c.N, c.Credits, c.CheckpointEvery, up, down)
+}
+
+// assign sends RBM i to its slave, with the checkpoint to resume from when
+// resume is set (nil: from the beginning).
+func (m *Master) assign(i int, resume bool, from *messages.Checkpoint) {
+	s := m.seats[i]
+	a := m.assignment(i)
+	a.Resume = resume
+	m.send(s.slave, a)
+	s.from = nil
+	if resume {
+		if from == nil {
+			from = &messages.Checkpoint{RunID: m.cfg.Run.ID, Incarnation: m.cfg.Run.Incarnation, RBM: i}
+		}
+		m.send(s.slave, from)
+		s.from = from
+	}
+	s.assigned, s.confirmed = true, false
+	m.log.Info("assigned", "slave", s.slave, "rbm", i, "size", fmt.Sprintf("%dx%d", a.Visible, a.Hidden), "from_window", from.GetWindows())
+}
+
+// stopSlaves tells every current slave to stop.
+func (m *Master) stopSlaves(reason string) {
+	for _, s := range m.seats[1:] {
+		if s.slave != "" {
+			m.send(s.slave, &messages.Stop{RunID: m.cfg.Run.ID, Incarnation: m.cfg.Run.Incarnation, Reason: reason})
+		}
+	}
+}
+
+// Interrupt stops a run the master itself was told to stop (SIGINT):
+// every slave leaves a checkpoint and stops, and the master waits a little
+// for those checkpoints, so that the run can resume.
+func (m *Master) Interrupt(now time.Duration) {
+	switch m.phase {
+	case over:
+		return
+	case running:
+		m.stopSlaves("the master was interrupted")
+		m.phase, m.deadline = stopping, now+m.cfg.Timing.DrainGrace+2*time.Second
+	default:
+		m.stopSlaves("the master was interrupted")
+		m.phase = over
+	}
+	m.err = ErrInterrupted
+}
+
+func (m *Master) allLeft() bool {
+	for _, s := range m.seats[1:] {
+		if s.weights == nil && !s.gone {
+			return false
+		}
+	}
+	return true
+}
+
+// left notes that the slave of RBM i stopped on request: when the master
+// is stopping the run it is one fewer to wait for; otherwise (a signal of
+// its own stopped it) it is lost, at once.
+func (m *Master) left(now time.Duration, i int, slave, text string) {
+	s := m.seats[i]
+	s.gone = true
+	if m.phase == stopping {
+		if m.allLeft() {
+			m.phase = over
+		}
+		return
+	}
+	m.log.Warn("slave stopped", "slave", slave, "rbm", i, "said", text)
+	s.seen = now - m.cfg.Timing.LostAfter - 1
+}
+
+// Trained returns the trained RBMs in order, once the run is over without
+// error.
+func (m *Master) Trained() []Trained {
+	var out []Trained
+	for i := 1; i <= m.L; i++ {
+		s := m.seats[i]
+		w := s.weights
+		cfg := m.cfg.Stages[i-1]
+		rb := &rbm.RBM{Visible: w.Visible, Hidden: w.Hidden, Units: cfg.Units, W: w.W, A: w.A, B: w.B}
+		out = append(out, Trained{
+			Slave: s.slave, RBM: rb, BytesIn: int64(w.BytesIn), BytesOut: int64(w.BytesOut), Rejected: s.rejected,
+			Stats: pipeline.Stats{
+				Index: i, Epoch: cfg.Epochs - 1, Batches: w.Batches, Recon: w.ReconErrors,
+				Busy: Seconds(w.BusySeconds), WaitInput: Seconds(w.WaitSeconds), State: pipeline.Done, Worker: s.slave,
+			},
+		})
+	}
+	return out
+}

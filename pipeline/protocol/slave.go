@@ -1,0 +1,601 @@
+package protocol
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline"
+)
+
+// SlaveConfig configures a slave.
+type SlaveConfig struct {
+	// Name identifies the slave (see CheckName); Host, CPUs and PID go into
+	// its registration.
+	Name, Host string
+	CPUs, PID  int
+	// Timing of the protocol.
+	Timing Timing
+	// Bytes, if set, returns the window bytes the slave received and sent
+	// so far, for its reports.
+	Bytes func() (in, out uint64)
+	// Logger receives the slave's log lines; nil discards them.
+	Logger hclog.Logger
+}
+
+// Job is a window for the driver to train, outside the slave's state
+// machine: it may take long, and the slave goes on answering messages and
+// reporting meanwhile. The driver calls Run, then Slave.Trained.
+type Job struct {
+	Stage *pipeline.Stage
+	// In is the window to train on; Out, nil for the top RBM, receives its
+	// middle result.
+	In, Out *pipeline.Window
+}
+
+// Run trains the window.
+func (j *Job) Run() error { return j.Stage.Train(j.In, j.Out) }
+
+// Output is what a machine asks its driver to do after an input.
+type Output struct {
+	// Messages to send, in order.
+	Messages []Envelope
+	// Job, from a slave: a window to train (at most one at a time).
+	Job *Job
+	// Store, from a master: checkpoints and weights to store, load or
+	// delete.
+	Store []StoreOp
+	// Respawn, from a master: lost slaves to restart, where the driver
+	// runs them (local slave processes); elsewhere a replacement must
+	// register.
+	Respawn []Respawn
+}
+
+// Respawn asks the driver to restart the lost slave of an RBM.
+type Respawn struct {
+	RBM   int
+	Slave string
+}
+
+type slavePhase int
+
+const (
+	joining  slavePhase = iota // registering until a master answers
+	admitted                   // waiting for an assignment
+	resuming                   // assigned; waiting for the checkpoint to resume from
+	training                   // training the assigned RBM
+	draining                   // asked to stop: leaving a checkpoint first
+	finished                   // weights sent; waiting for the end of the run
+	exited
+)
+
+// Slave is the state machine of a slave: it registers with the master,
+// trains the RBM_i it is assigned on the windows from below while streaming
+// its middle results and B_i above, reports its status, checkpoints every
+// C windows, and finally sends its weights. It is not safe for concurrent
+// use.
+type Slave struct {
+	cfg SlaveConfig
+	log hclog.Logger
+	out Output
+
+	phase    slavePhase
+	deadline time.Duration // of the phase's wait; 0: none
+	lastSent time.Duration // the last registration, status or weights
+	err      error
+
+	run    Run
+	assign *messages.Assign
+	stage  *pipeline.Stage
+	stats  pipeline.Stats // the stage's, as of the end of its last job
+	in     *Consumer
+	down   *Producer
+	job    *Job
+	held   *pipeline.Window // a middle result waiting for credit
+	state  pipeline.State
+	since  time.Duration // when state began
+
+	checkpointed int // the windows of the last checkpoint sent; -1: none
+	acked        uint64
+	stopReason   error
+	weights      *messages.Weights
+	weightsSent  time.Duration
+}
+
+// NewSlave returns a slave that has not registered yet.
+func NewSlave(cfg SlaveConfig) (*Slave, error) {
+	if err := CheckName(cfg.Name); err != nil {
+		return nil, fmt.Errorf("slave %w", err)
+	}
+	if err := cfg.Timing.check(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return &Slave{cfg: cfg, log: cfg.Logger, checkpointed: -1}, nil
+}
+
+// Ready returns what the slave asks its driver to do, and forgets it.
+func (s *Slave) Ready() Output {
+	o := s.out
+	s.out = Output{}
+	return o
+}
+
+// Done reports whether the slave has ended, and why: nil when its run is
+// complete or it was not needed, ErrStopped when the master stopped it,
+// ErrClusterFull when the master needed no more slaves.
+func (s *Slave) Done() (bool, error) { return s.phase == exited, s.err }
+
+// Assigned returns the assignment, nil before there is one.
+func (s *Slave) Assigned() *messages.Assign { return s.assign }
+
+// Stats returns the statistics of the slave's RBM as of its last window.
+func (s *Slave) Stats() pipeline.Stats { return s.stats }
+
+// InputStats returns the counts of the slave's input link.
+func (s *Slave) InputStats() LinkStats {
+	if s.in == nil {
+		return LinkStats{}
+	}
+	return s.in.Stats()
+}
+
+// OutputStats returns the counts of the slave's output link.
+func (s *Slave) OutputStats() LinkStats {
+	if s.down == nil {
+		return LinkStats{}
+	}
+	return s.down.Stats()
+}
+
+func (s *Slave) send(to string, m messages.Message) {
+	s.out.Messages = append(s.out.Messages, Envelope{From: s.cfg.Name, To: to, Msg: m})
+}
+
+func (s *Slave) exit(err error) {
+	s.phase, s.err = exited, err
+}
+
+// Start registers the slave with the master.
+func (s *Slave) Start(now time.Duration) {
+	s.deadline = now + s.cfg.Timing.JoinTimeout
+	s.register(now)
+}
+
+func (s *Slave) register(now time.Duration) {
+	s.lastSent = now
+	s.send(MasterName, &messages.Register{Name: s.cfg.Name, Host: s.cfg.Host, CPUs: s.cfg.CPUs, PID: s.cfg.PID, Protocol: messages.Version})
+}
+
+// Tick runs the slave's timers.
+func (s *Slave) Tick(now time.Duration) {
+	t := s.cfg.Timing
+	switch s.phase {
+	case joining:
+		if now >= s.deadline {
+			s.exit(fmt.Errorf("%w within %s", ErrNoMaster, t.JoinTimeout))
+			return
+		}
+		if now-s.lastSent >= t.RegisterEvery {
+			s.register(now)
+		}
+	case admitted, resuming:
+		switch {
+		case now >= s.deadline && s.phase == admitted:
+			s.exit(fmt.Errorf("registered with the master, but no RBM was assigned within %s", t.JoinTimeout))
+		case now >= s.deadline:
+			s.fail(fmt.Errorf("assigned rbm %d to resume, but no checkpoint came within %s", s.assign.RBM, t.JoinTimeout))
+		case now-s.lastSent >= t.RegisterEvery:
+			// Registering again asks the master to repeat an assignment
+			// (or its checkpoint) lost on the way.
+			s.register(now)
+		}
+	case training, draining:
+		if s.job == nil {
+			if s.state == pipeline.WaitingInput {
+				s.out.Messages = append(s.out.Messages, s.in.Tick(now)...)
+			}
+			if s.phase == draining && s.deadline != 0 && now >= s.deadline {
+				s.leave()
+				return
+			}
+		}
+		if now-s.lastSent >= t.StatusEvery {
+			s.report(now)
+		}
+	case finished:
+		if now >= s.deadline {
+			s.log.Warn("the master did not confirm the end of the run; leaving", "waited", t.FinishTimeout)
+			s.exit(nil)
+			return
+		}
+		if now-s.lastSent >= t.StatusEvery {
+			s.report(now)
+		}
+		if now-s.weightsSent >= t.WeightsEvery {
+			s.weightsSent = now
+			s.send(MasterName, s.weights)
+		}
+	}
+}
+
+// Receive takes a message.
+func (s *Slave) Receive(now time.Duration, e Envelope) {
+	if s.phase == exited {
+		return
+	}
+	switch m := e.Msg.(type) {
+	case *messages.Chunk:
+		if s.in != nil {
+			s.out.Messages = append(s.out.Messages, s.in.OnChunk(now, e.From, m)...)
+			s.pump(now)
+		}
+		return
+	case *messages.EndOfStream:
+		if s.in != nil {
+			out, err := s.in.OnEnd(now, e.From, m)
+			if err != nil {
+				s.fail(err)
+				return
+			}
+			s.out.Messages = append(s.out.Messages, out...)
+			s.pump(now)
+		}
+		return
+	case *messages.Credit:
+		if s.down != nil {
+			again, err := s.down.OnCredit(e.From, m)
+			if err != nil {
+				s.fail(err)
+				return
+			}
+			s.out.Messages = append(s.out.Messages, again...)
+			s.pump(now)
+		}
+		return
+	}
+	if e.From != MasterName {
+		return
+	}
+	switch m := e.Msg.(type) {
+	case *messages.Admission:
+		s.admission(now, m)
+	case *messages.Assign:
+		s.assigned(now, m)
+	case *messages.Checkpoint:
+		s.resume(now, m)
+	case *messages.CheckpointAck:
+		if s.assign != nil && m.RBM == s.assign.RBM {
+			if ok, _ := s.run.matches(m.RunID, m.Incarnation); ok && s.in != nil {
+				s.acked = max(s.acked, m.Windows)
+				s.in.SetDurable(m.Durable)
+				if s.phase == draining && s.deadline != 0 && s.acked >= uint64(s.checkpointed) {
+					s.leave()
+				}
+			}
+		}
+	case *messages.Stop:
+		s.stopped(now, m)
+	}
+}
+
+func (s *Slave) admission(now time.Duration, m *messages.Admission) {
+	if s.phase != joining || m.Slave != s.cfg.Name {
+		return
+	}
+	switch m.Outcome {
+	case messages.Admitted:
+		s.log.Info("registered; waiting for an assignment")
+		s.phase, s.deadline = admitted, now+s.cfg.Timing.JoinTimeout
+	case messages.Full:
+		s.exit(ErrClusterFull)
+	default:
+		s.exit(fmt.Errorf("%w %s: %s", ErrRefused, s.cfg.Name, m.Reason))
+	}
+}
+
+// assigned takes an assignment: the first starts (or resumes) training,
+// later ones of the same RBM relink the slave to new neighbours.
+func (s *Slave) assigned(now time.Duration, a *messages.Assign) {
+	if s.assign != nil {
+		if ok, _ := s.run.matches(a.RunID, a.Incarnation); !ok || a.RBM != s.assign.RBM {
+			return
+		}
+		if s.in != nil && a.Upstream != s.in.Producer() {
+			s.log.Info("new upstream", "slave", a.Upstream)
+			s.out.Messages = append(s.out.Messages, s.in.Relink(now, a.Upstream))
+		}
+		if s.down != nil && a.Downstream != "" && a.Downstream != s.down.Consumer() {
+			s.log.Info("new downstream", "slave", a.Downstream)
+			s.down.Relink(a.Downstream)
+		}
+		s.assign.Upstream, s.assign.Downstream = a.Upstream, a.Downstream
+		return
+	}
+	if s.phase != admitted && s.phase != joining {
+		return
+	}
+	if s.phase == joining {
+		s.log.Info("registered")
+	}
+	cfg, err := StageConfig(a)
+	if err != nil {
+		s.exit(fmt.Errorf("assignment: %w", err))
+		return
+	}
+	s.assign, s.run = a, Run{ID: a.RunID, Incarnation: a.Incarnation}
+	s.log = s.cfg.Logger.With("rbm", a.RBM, "run", a.RunID)
+	s.log.Info("assigned", "visible", a.Visible, "hidden", a.Hidden, "upstream", a.Upstream, "downstream", a.Downstream, "resume", a.Resume)
+	s.stage = pipeline.NewStage(cfg)
+	s.stats = s.stage.Stats()
+	if a.Resume {
+		s.phase, s.deadline, s.lastSent = resuming, now+s.cfg.Timing.JoinTimeout, now
+		return
+	}
+	s.begin(now, 0)
+}
+
+// resume takes the checkpoint an assignment with Resume starts from.
+func (s *Slave) resume(now time.Duration, c *messages.Checkpoint) {
+	if s.phase != resuming {
+		return
+	}
+	a := s.assign
+	if ok, _ := s.run.matches(c.RunID, c.Incarnation); !ok {
+		return
+	}
+	if err := c.Check(a.RunID, a.RBM, a.Visible, a.Hidden); err != nil {
+		s.fail(fmt.Errorf("checkpoint to resume from: %w", err))
+		return
+	}
+	if c.Windows > 0 {
+		st, err := pipeline.RestoreStage(s.stage.Config(), StageStateOf(c))
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		s.stage = st
+		s.stats = st.Stats()
+	}
+	s.log.Info("resuming", "window", c.Windows, "batches", s.stats.Batches)
+	s.checkpointed, s.acked = c.Windows, uint64(c.Windows)
+	s.begin(now, uint64(c.Windows))
+}
+
+// begin opens the links and starts training at window start.
+func (s *Slave) begin(now time.Duration, start uint64) {
+	a := s.assign
+	s.in = NewConsumer(s.run, s.cfg.Name, a.Upstream, a.RBM-1, a.Visible, a.Credits, start, a.CheckpointEvery > 0, s.cfg.Timing)
+	if a.Downstream != "" {
+		s.down = NewProducer(s.run, s.cfg.Name, a.RBM, a.Downstream, start)
+	}
+	s.phase, s.deadline = training, 0
+	s.state, s.since = pipeline.WaitingInput, now
+	s.out.Messages = append(s.out.Messages, s.in.Start(now))
+	s.report(now)
+}
+
+// setState accounts the time spent in the state left; the stage is idle.
+func (s *Slave) setState(now time.Duration, st pipeline.State) {
+	var input, credit time.Duration
+	switch s.state {
+	case pipeline.WaitingInput:
+		input = now - s.since
+	case pipeline.WaitingCredit:
+		credit = now - s.since
+	}
+	s.stage.Waited(input, credit, st)
+	s.state, s.since = st, now
+	s.stats = s.stage.Stats()
+}
+
+// pump moves training on as far as it can: it hands a held middle result
+// on once there is credit, starts the next window, or finishes.
+func (s *Slave) pump(now time.Duration) {
+	if (s.phase != training && s.phase != draining) || s.job != nil {
+		return
+	}
+	if s.held != nil {
+		if !s.down.CanSend() {
+			if s.state != pipeline.WaitingCredit {
+				s.setState(now, pipeline.WaitingCredit)
+			}
+			return
+		}
+		s.out.Messages = append(s.out.Messages, s.down.Send(s.held))
+		s.held = nil
+	}
+	if s.phase == draining {
+		s.drain(now)
+		return
+	}
+	switch {
+	case s.in.Ready():
+		s.setState(now, pipeline.Training)
+		in := s.in.Take()
+		s.job = &Job{Stage: s.stage, In: in}
+		if s.down != nil {
+			s.job.Out = &pipeline.Window{X: make([]float32, in.TotalRows()*s.assign.Hidden)}
+		}
+		s.out.Job = s.job
+	case s.in.Ended():
+		s.finish(now)
+	case s.state != pipeline.WaitingInput:
+		s.setState(now, pipeline.WaitingInput)
+	}
+}
+
+// Trained takes the outcome of the job the slave handed out.
+func (s *Slave) Trained(now time.Duration, err error) {
+	job := s.job
+	s.job = nil
+	if job == nil || s.phase == exited {
+		return
+	}
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	s.stats = s.stage.Stats()
+	s.out.Messages = append(s.out.Messages, s.in.Trained(now))
+	if job.Out != nil {
+		s.held = job.Out
+	}
+	if c := s.assign.CheckpointEvery; c > 0 && s.stage.Windows()%c == 0 {
+		s.checkpoint()
+	}
+	s.pump(now)
+}
+
+// checkpoint sends the stage's state to the master, once per window count.
+func (s *Slave) checkpoint() {
+	if w := s.stage.Windows(); w != s.checkpointed {
+		s.checkpointed = w
+		s.send(MasterName, CheckpointOf(s.run, s.stage.Config(), s.stage.Snapshot()))
+	}
+}
+
+// finish closes the stream above and sends the weights: every window is
+// trained and handed on.
+func (s *Slave) finish(now time.Duration) {
+	s.stage.EndEpoch()
+	s.setState(now, pipeline.Done)
+	if s.down != nil {
+		s.out.Messages = append(s.out.Messages, s.down.Close(s.stats.Epoch))
+	}
+	if ls := s.in.Stats(); ls.Rejected.Total() > 0 {
+		s.log.Warn("input link anomalies", "rejected", ls.Rejected.String(), "resends", ls.Resends)
+	}
+	r := s.stage.RBM()
+	st := s.stats
+	in, out := s.bytes()
+	s.weights = &messages.Weights{
+		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Visible: r.Visible, Hidden: r.Hidden,
+		W: r.W, A: r.A, B: r.B, ReconErrors: st.Recon, Batches: st.Batches, BusySeconds: st.Busy.Seconds(),
+		WaitSeconds: (st.WaitInput + st.WaitCredit).Seconds(), BytesIn: in, BytesOut: out,
+	}
+	s.phase, s.deadline = finished, now+s.cfg.Timing.FinishTimeout
+	s.report(now)
+	s.weightsSent = now
+	s.send(MasterName, s.weights)
+	s.log.Info("trained; weights sent", "batches", st.Batches, "busy_seconds", st.Busy.Seconds())
+}
+
+func (s *Slave) bytes() (in, out uint64) {
+	if s.cfg.Bytes == nil {
+		return 0, 0
+	}
+	return s.cfg.Bytes()
+}
+
+// report sends the slave's status: its heartbeat.
+func (s *Slave) report(now time.Duration) {
+	s.lastSent = now
+	st := s.stats
+	in, out := s.bytes()
+	m := &messages.Status{
+		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Slave: s.cfg.Name, State: wireState(s.state),
+		Epoch: st.Epoch, Batches: st.Batches, ReconError: st.LastRecon, ReconErrors: st.Recon,
+		BusySeconds: st.Busy.Seconds(), WaitSeconds: (st.WaitInput + st.WaitCredit).Seconds(),
+		BytesIn: in, BytesOut: out,
+	}
+	if s.in != nil {
+		m.Rejected = s.in.Stats().Rejected
+		m.Upstream = s.in.Producer()
+	}
+	if s.down != nil {
+		m.Downstream = s.down.Consumer()
+	}
+	s.send(MasterName, m)
+}
+
+// Interrupt asks the slave to stop (a signal): it leaves a checkpoint at
+// the next window boundary, and ends with reason.
+func (s *Slave) Interrupt(now time.Duration, reason error) {
+	switch s.phase {
+	case training:
+		s.startDrain(now, reason)
+	case draining, exited:
+	case finished:
+		s.exit(nil) // the weights are sent; nothing to checkpoint
+	default:
+		s.exit(reason)
+	}
+}
+
+func (s *Slave) stopped(now time.Duration, m *messages.Stop) {
+	if m.RunID == "" {
+		return // a stop must name its run
+	}
+	if s.assign != nil {
+		if ok, _ := s.run.matches(m.RunID, m.Incarnation); !ok {
+			return
+		}
+	}
+	switch s.phase {
+	case joining:
+		// Sent to an earlier process of this name: control messages keep
+		// their order, so any stop for this one follows its admission.
+	case admitted:
+		s.log.Info("the master needs no more slaves", "reason", m.Reason)
+		s.exit(nil)
+	case resuming:
+		s.exit(ErrStopped)
+	case training:
+		s.startDrain(now, fmt.Errorf("%w: %s", ErrStopped, m.Reason))
+	case finished:
+		s.log.Info("done", "batches", s.stats.Batches, "busy_seconds", s.stats.Busy.Seconds())
+		s.exit(nil)
+	}
+}
+
+// startDrain stops training at the next window boundary, with a checkpoint.
+func (s *Slave) startDrain(now time.Duration, reason error) {
+	s.phase, s.stopReason = draining, reason
+	if s.job == nil {
+		s.pump(now)
+	}
+}
+
+// drain leaves a checkpoint, once the stage stands between windows, and
+// waits up to DrainGrace for the master to store it. A middle result still
+// held for credit does not matter: no resume starts from a checkpoint whose
+// last middle result its consumer has not trained on (see updateKeeps).
+func (s *Slave) drain(now time.Duration) {
+	if s.deadline != 0 {
+		return
+	}
+	s.deadline = now + s.cfg.Timing.DrainGrace
+	if s.assign.CheckpointEvery <= 0 {
+		s.leave()
+		return
+	}
+	s.checkpoint()
+	if s.acked >= uint64(s.checkpointed) {
+		s.leave()
+	}
+}
+
+// leave tells the master that the slave stopped on request, and ends.
+func (s *Slave) leave() {
+	w := s.stage.Windows()
+	s.send(MasterName, &messages.Error{
+		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Stopped: true,
+		Text: fmt.Sprintf("%v (at window %d)", s.stopReason, w),
+	})
+	s.log.Warn("stopped", "reason", s.stopReason, "window", w)
+	s.exit(s.stopReason)
+}
+
+// fail reports an error to the master and ends.
+func (s *Slave) fail(err error) {
+	s.log.Error("training failed", "error", err)
+	if s.assign != nil {
+		s.send(MasterName, &messages.Error{RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Text: err.Error()})
+	}
+	s.exit(err)
+}

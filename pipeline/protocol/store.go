@@ -1,0 +1,182 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/pipedbn/pipedbn/messages"
+)
+
+// Store keeps a run's checkpoints and final weights where a restarted
+// master finds them: the slaves' checkpoints (encoded Checkpoint messages)
+// under CheckpointName, the weights under WeightsName, and the master's own
+// state under StateName. The transports implement it (a JetStream object
+// store, the master's memory); the master's state machine only names what
+// to put, get and delete (StoreOp).
+type Store interface {
+	Put(ctx context.Context, name string, data []byte) error
+	// Get returns an error wrapping ErrNotStored for a name not stored.
+	Get(ctx context.Context, name string) ([]byte, error)
+	Delete(ctx context.Context, name string) error
+	// List returns every stored name.
+	List(ctx context.Context) ([]string, error)
+	// Where says where the store is, for logs.
+	Where() string
+}
+
+// ErrNotStored is returned by Store.Get for a name that is not stored.
+var ErrNotStored = errors.New("not stored")
+
+// StateName is the name of the master's own state in a Store.
+const StateName = "master"
+
+// CheckpointName is the name of RBM_rbm's checkpoint after windows windows.
+func CheckpointName(rbm, windows int) string { return fmt.Sprintf("rbm-%d/%012d", rbm, windows) }
+
+// WeightsName is the name of RBM_rbm's final weights.
+func WeightsName(rbm int) string { return fmt.Sprintf("weights/rbm-%d", rbm) }
+
+// ParseCheckpointName is the inverse of CheckpointName.
+func ParseCheckpointName(name string) (rbm, windows int, ok bool) {
+	rest, found := strings.CutPrefix(name, "rbm-")
+	if !found {
+		return 0, 0, false
+	}
+	i, w, found := strings.Cut(rest, "/")
+	if !found {
+		return 0, 0, false
+	}
+	rbm, err1 := strconv.Atoi(i)
+	windows, err2 := strconv.Atoi(w)
+	if err1 != nil || err2 != nil || rbm < 1 || windows < 0 {
+		return 0, 0, false
+	}
+	return rbm, windows, true
+}
+
+// StoreOpKind is what a StoreOp does.
+type StoreOpKind int
+
+// The kinds of StoreOp.
+const (
+	// Put stores Msg under Name; the driver retries until it succeeds and
+	// then calls Master.Stored.
+	Put StoreOpKind = iota + 1
+	// Get loads the checkpoint Name; the driver calls Master.Loaded.
+	Get
+	// Delete removes Name; nothing waits for it.
+	Delete
+)
+
+// StoreOp is a checkpoint or weights for the driver to store, load or
+// delete.
+type StoreOp struct {
+	Kind StoreOpKind
+	Name string
+	// RBM and Windows say whose checkpoint (Windows -1 for weights).
+	RBM, Windows int
+	// Msg is what Put stores: a *messages.Checkpoint or *messages.Weights.
+	Msg messages.Message
+}
+
+// Stored is what a Store holds of an interrupted run, for a master that
+// resumes it.
+type Stored struct {
+	// Checkpoints lists the windows of each RBM's stored checkpoints.
+	Checkpoints map[int][]int
+	// Weights holds the final weights of the RBMs that finished.
+	Weights map[int]*messages.Weights
+}
+
+// ReadStored lists what store holds of a run with rbms RBMs: its
+// checkpoints and weights. The weights must be those of run, with the
+// given shapes (visible[i-1] x hidden[i-1] for RBM_i).
+func ReadStored(ctx context.Context, store Store, runID string, visible, hidden []int) (*Stored, error) {
+	names, err := store.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", store.Where(), err)
+	}
+	s := &Stored{Checkpoints: map[int][]int{}, Weights: map[int]*messages.Weights{}}
+	L := len(visible)
+	for _, n := range names {
+		if i, w, ok := ParseCheckpointName(n); ok && i <= L {
+			s.Checkpoints[i] = append(s.Checkpoints[i], w)
+		}
+	}
+	for i := 1; i <= L; i++ {
+		b, err := store.Get(ctx, WeightsName(i))
+		if errors.Is(err, ErrNotStored) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		m, err := messages.Decode(b)
+		w, ok := m.(*messages.Weights)
+		if err != nil || !ok {
+			return nil, fmt.Errorf("%s in %s: not weights: %v", WeightsName(i), store.Where(), err)
+		}
+		if err := w.Check(runID, i, visible[i-1], hidden[i-1]); err != nil {
+			return nil, fmt.Errorf("%s in %s: %w", WeightsName(i), store.Where(), err)
+		}
+		s.Weights[i] = w
+	}
+	return s, nil
+}
+
+// MemStore is a Store in memory: it survives the loss of any slave, not a
+// restart of the process that holds it.
+type MemStore struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+// NewMemStore returns an empty MemStore.
+func NewMemStore() *MemStore { return &MemStore{m: map[string][]byte{}} }
+
+// Put implements Store.
+func (s *MemStore) Put(_ context.Context, name string, data []byte) error {
+	s.mu.Lock()
+	s.m[name] = append([]byte(nil), data...)
+	s.mu.Unlock()
+	return nil
+}
+
+// Get implements Store.
+func (s *MemStore) Get(_ context.Context, name string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.m[name]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", name, ErrNotStored)
+	}
+	return b, nil
+}
+
+// Delete implements Store.
+func (s *MemStore) Delete(_ context.Context, name string) error {
+	s.mu.Lock()
+	delete(s.m, name)
+	s.mu.Unlock()
+	return nil
+}
+
+// List implements Store.
+func (s *MemStore) List(context.Context) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.m))
+	for n := range s.m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Where implements Store.
+func (s *MemStore) Where() string { return "memory" }
