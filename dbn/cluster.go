@@ -21,8 +21,10 @@ import (
 
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/data"
+	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // runID names a run on the wire: the config's name, made a valid subject
@@ -128,7 +130,13 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 			})
 			mu.Unlock()
 		},
-		Checkpointed: saver.checkpointed,
+		Checkpointed: func(rbm, _, _ int, payload []byte) {
+			if m, err := messages.Decode(payload); err == nil {
+				if c, ok := m.(*messages.Checkpoint); ok {
+					saver.checkpointed(rbm, protocol.StageStateOf(c))
+				}
+			}
+		},
 	}
 	if local != nil {
 		plan.Respawn = local.restart

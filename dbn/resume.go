@@ -16,7 +16,6 @@ import (
 
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/internal/atomicfile"
-	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
 )
 
@@ -101,23 +100,21 @@ type saver struct {
 	log  hclog.Logger
 
 	mu      sync.Mutex
-	latest  map[int]*messages.Checkpoint
+	latest  map[int]pipeline.StageState
 	changed bool
 }
 
 func newSaver(out string, cfgs []pipeline.StageConfig, log hclog.Logger) *saver {
-	return &saver{path: filepath.Join(out, WeightsFile), cfgs: cfgs, log: log, latest: map[int]*messages.Checkpoint{}}
+	return &saver{path: filepath.Join(out, WeightsFile), cfgs: cfgs, log: log, latest: map[int]pipeline.StageState{}}
 }
 
 // checkpointed is the master's Checkpointed hook.
-func (s *saver) checkpointed(rbm, windows, batches int, payload []byte) {
-	m, err := messages.Decode(payload)
-	c, ok := m.(*messages.Checkpoint)
-	if err != nil || !ok || c.Windows == 0 {
+func (s *saver) checkpointed(rbm int, st pipeline.StageState) {
+	if st.Windows == 0 || rbm < 1 || rbm > len(s.cfgs) {
 		return
 	}
 	s.mu.Lock()
-	s.latest[rbm] = c
+	s.latest[rbm] = st
 	s.changed = true
 	s.mu.Unlock()
 }
@@ -134,11 +131,12 @@ func (s *saver) save() error {
 	var arrays []array
 	var windows []int
 	for i := 1; i <= len(s.cfgs); i++ {
-		c := s.latest[i]
-		if c == nil {
+		c, ok := s.latest[i]
+		if !ok {
 			continue
 		}
-		arrays = append(arrays, rbmArrays(i, c.Visible, c.Hidden, c.W, c.A, c.B)...)
+		cfg := s.cfgs[i-1]
+		arrays = append(arrays, rbmArrays(i, cfg.Visible, cfg.Hidden, c.W, c.A, c.B)...)
 		windows = append(windows, c.Windows)
 	}
 	s.mu.Unlock()

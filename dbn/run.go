@@ -167,7 +167,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	res.PretrainSeconds = time.Since(start).Seconds()
 	res.RBMs = trained.results
 	res.Resumed, res.Recoveries = trained.resumed, trained.recoveries
-	if overNATS(cfg) {
+	if cfg.Pretrain.Mode == config.Pipelined {
 		res.CheckpointEvery = cfg.Reliability.CheckpointEvery
 	}
 	for i, e := range finalRecon(trained.rbms, train.X, train.N) {
@@ -203,12 +203,6 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 	log.Info("results written", "dir", out)
 	return res, nil
-}
-
-// overNATS reports whether cfg's pre-training runs over NATS, where slaves
-// checkpoint and may be lost and replaced.
-func overNATS(cfg *config.Config) bool {
-	return cfg.Pretrain.Mode == config.Pipelined && cfg.Cluster.Transport == config.NATS
 }
 
 // WorkerThreads is the number of BLAS threads, and with
@@ -268,7 +262,7 @@ func pretrain(ctx context.Context, cfg *config.Config, opt Options, out string, 
 		}
 		stages, err = pipeline.Greedy(ctx, train.X, train.N, stageCfgs, seeds, hooks)
 	case cfg.Cluster.Transport == config.Memory:
-		stages, err = pipeline.Pipelined(ctx, train.X, train.N, stageCfgs, seeds[0], cfg.Cluster.Credits, hooks)
+		return pretrainMemory(ctx, cfg, opt, out, train, stageCfgs, seeds[0], prog)
 	default:
 		return pretrainNATS(ctx, cfg, opt, out, train, stageCfgs, seeds[0], prog)
 	}

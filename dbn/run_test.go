@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -199,8 +200,8 @@ finetune: {epochs: 1, batch_size: 20}
 				t.Errorf("result.json: rbms[%d] has no %s", i, k)
 			}
 		}
-		if row["worker"] != "master" || row["batches"] != float64(2*10) {
-			t.Errorf("result.json: rbms[%d] worker %v, batches %v; want master, 20", i, row["worker"], row["batches"])
+		if w := fmt.Sprintf("memory-%d", i+1); row["worker"] != w || row["batches"] != float64(2*10) {
+			t.Errorf("result.json: rbms[%d] worker %v, batches %v; want %s, 20", i, row["worker"], row["batches"], w)
 		}
 	}
 	arrays, err := readNPZ(filepath.Join(out, WeightsFile))
@@ -217,5 +218,40 @@ finetune: {epochs: 1, batch_size: 20}
 	}
 	if len(arrays) != len(want) {
 		t.Errorf("weights.npz holds %d arrays; want %d", len(arrays), len(want))
+	}
+}
+
+// TestMemoryMatchesNATS runs one pipelined config over the in-memory
+// network and over an embedded NATS server with local slave processes:
+// the same protocol, so the same weights, bit for bit.
+func TestMemoryMatchesNATS(t *testing.T) {
+	t.Parallel()
+	weights := map[config.Transport]map[string][]float32{}
+	for _, tr := range []config.Transport{config.Memory, config.NATS} {
+		cfg := loadConfig(t, `
+name: same
+data: {source: synthetic, train_limit: 240, test_limit: 20}
+dbn: {layers: [16, 8, 6, 4]}
+pretrain: {epochs: 2, batch_size: 20, k_batches: 2}
+reliability: {checkpoint_every: 2}
+finetune: {epochs: 0}
+`, "cluster.transport="+tr.String())
+		out := t.TempDir()
+		if _, err := Run(context.Background(), cfg, Options{OutDir: out, SlaveCommand: []string{slaveBin}}); err != nil {
+			t.Fatalf("%s: %v", tr, err)
+		}
+		w, err := readNPZ(filepath.Join(out, WeightsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		weights[tr] = w
+	}
+	for name, w := range weights[config.NATS] {
+		if !slices.Equal(weights[config.Memory][name], w) {
+			t.Errorf("weights.npz %s: memory and NATS differ", name)
+		}
+	}
+	if len(weights[config.NATS]) != 7 {
+		t.Errorf("weights.npz holds %d arrays; want 7 (W1-3, b1-3, a1)", len(weights[config.NATS]))
 	}
 }
