@@ -96,7 +96,7 @@ func envInt(t *testing.T, key string, def uint64) uint64 {
 // end of its transcript.
 func TestFaultSchedules(t *testing.T) {
 	seed := envInt(t, "PIPEDBN_FAULT_SEED", 1)
-	runs := envInt(t, "PIPEDBN_FAULT_RUNS", 40)
+	runs := envInt(t, "PIPEDBN_FAULT_RUNS", 200)
 	cfg, slaves := tiny(2)
 	want, horizon, _, err := simulate(cfg, slaves, nil)
 	if err != nil {
