@@ -5,105 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // Store keeps a run's checkpoints and final weights where a restarted
-// master finds them: the slaves' checkpoints (encoded Checkpoint messages)
-// under names "rbm-<i>/<windows>", the weights under "weights/rbm-<i>", and
-// the master's own state under "master".
-type Store interface {
-	Put(ctx context.Context, name string, data []byte) error
-	// Get returns ErrNotStored for a name not stored.
-	Get(ctx context.Context, name string) ([]byte, error)
-	Delete(ctx context.Context, name string) error
-	// List returns every stored name.
-	List(ctx context.Context) ([]string, error)
-	// Where says where the store is, for logs.
-	Where() string
-}
+// master finds them (see protocol.Store).
+type Store = protocol.Store
 
 // ErrNotStored is returned by Store.Get for a name that is not stored.
-var ErrNotStored = errors.New("not stored")
+var ErrNotStored = protocol.ErrNotStored
 
-func checkpointName(rbm, windows int) string { return fmt.Sprintf("rbm-%d/%012d", rbm, windows) }
-func weightsName(rbm int) string             { return fmt.Sprintf("weights/rbm-%d", rbm) }
+// NewMemStore returns an empty store in the master's memory: it survives
+// the loss of any slave, not a restart of the master.
+func NewMemStore() *protocol.MemStore { return protocol.NewMemStore() }
 
-// parseCheckpointName is the inverse of checkpointName.
-func parseCheckpointName(name string) (rbm, windows int, ok bool) {
-	rest, found := strings.CutPrefix(name, "rbm-")
-	if !found {
-		return 0, 0, false
-	}
-	i, w, found := strings.Cut(rest, "/")
-	if !found {
-		return 0, 0, false
-	}
-	rbm, err1 := strconv.Atoi(i)
-	windows, err2 := strconv.Atoi(w)
-	if err1 != nil || err2 != nil || rbm < 1 || windows < 0 {
-		return 0, 0, false
-	}
-	return rbm, windows, true
-}
-
-// MemStore is a Store in the master's memory: it survives the loss of any
-// slave, not a restart of the master.
-type MemStore struct {
-	mu sync.Mutex
-	m  map[string][]byte
-}
-
-// NewMemStore returns an empty MemStore.
-func NewMemStore() *MemStore { return &MemStore{m: map[string][]byte{}} }
-
-// Put implements Store.
-func (s *MemStore) Put(_ context.Context, name string, data []byte) error {
-	s.mu.Lock()
-	s.m[name] = append([]byte(nil), data...)
-	s.mu.Unlock()
-	return nil
-}
-
-// Get implements Store.
-func (s *MemStore) Get(_ context.Context, name string) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b, ok := s.m[name]
-	if !ok {
-		return nil, fmt.Errorf("%s: %w", name, ErrNotStored)
-	}
-	return b, nil
-}
-
-// Delete implements Store.
-func (s *MemStore) Delete(_ context.Context, name string) error {
-	s.mu.Lock()
-	delete(s.m, name)
-	s.mu.Unlock()
-	return nil
-}
-
-// List implements Store.
-func (s *MemStore) List(context.Context) ([]string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var names []string
-	for n := range s.m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names, nil
-}
-
-// Where implements Store.
-func (s *MemStore) Where() string { return "the master's memory" }
+var (
+	checkpointName      = protocol.CheckpointName
+	weightsName         = protocol.WeightsName
+	parseCheckpointName = protocol.ParseCheckpointName
+)
 
 // JetStreamStore is a Store in a JetStream object store bucket of its own
 // per run: every Put is acknowledged by the server once written, and it
