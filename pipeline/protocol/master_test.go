@@ -1001,3 +1001,119 @@ func TestMasterResumeWithSomeWeights(t *testing.T) {
 	wantStops(t, r.recv("s1", fakeWeights(stages[0], 1)).Messages, "the run is complete", "s1", "s2")
 	r.wantDone(nil)
 }
+
+func TestMasterFullWhileLoadingAndStopping(t *testing.T) {
+	t.Parallel()
+	// A resumed run waits for its checkpoint with its one slave joined:
+	// another is not needed.
+	stored := &Stored{Checkpoints: map[int][]int{1: {2}}}
+	r := newMasterRig(t, 1, 1, 2, func(c *MasterConfig) { c.Stored = stored })
+	r.m.Start(0)
+	r.m.Ready()
+	r.register("s1", 1)
+	out := r.register("s2", 1)
+	if len(out.Messages) != 1 || msg[*messages.Admission](t, out.Messages, 0).Outcome != messages.Full {
+		t.Fatalf("Register(s2) while loading with 1 of 1 joined = [%s]; want full", describe(out.Messages))
+	}
+
+	// A stopping master needs nobody, and ignores what is not a report.
+	r = newMasterRig(t, 1, 1, 2, nil)
+	r.start()
+	if out := r.recv("s1", r.m.assignment(1)); len(out.Messages) != 0 {
+		t.Fatalf("an Assign from s1 = [%s]; want nothing", describe(out.Messages))
+	}
+	r.m.Interrupt(0)
+	r.m.Ready()
+	out = r.register("s9", 1)
+	if len(out.Messages) != 1 || msg[*messages.Admission](t, out.Messages, 0).Outcome != messages.Full {
+		t.Fatalf("Register(s9) while stopping = [%s]; want full", describe(out.Messages))
+	}
+	// A checkpoint stored once the run is over is seen, not acknowledged.
+	put := r.recv("s1", fakeCheckpoint(r.stage(1), 1, 1)).Store[0]
+	r.recv("s1", &messages.Error{RunID: "r1", Incarnation: 2, RBM: 1, Stopped: true})
+	r.wantDone(ErrInterrupted)
+	r.m.Stored(r.now, put)
+	if out := r.m.Ready(); len(out.Messages) != 0 || !slices.Equal(r.checkpointed, []string{"1 1"}) {
+		t.Fatalf("Stored after the end = [%s], observer saw %v; want nothing sent, [1 1]", describe(out.Messages), r.checkpointed)
+	}
+	r.m.Loaded(r.now, StoreOp{Kind: Get, RBM: 1, Windows: 1}, nil, errors.New("late"))
+	if _, err := r.m.Done(); err != ErrInterrupted {
+		t.Fatalf("a Loaded after the end changed the error to %v; want %v", err, ErrInterrupted)
+	}
+}
+
+func TestMasterLateCheckpointOfALostSlave(t *testing.T) {
+	t.Parallel()
+	r := newMasterRig(t, 2, 2, 2, nil)
+	r.start()
+	r.at(1).checkpoint(1, "s1", 2)
+	r.checkpoint(2, "s2", 2)
+	late := r.recv("s2", fakeCheckpoint(r.stage(2), 4, 4)).Store[0]
+	r.at(4).recv("s1", r.status(1, "s1", 4))
+	r.at(6).now++
+	wantStops(t, r.tick().Messages, "declared lost", "s2")
+	// Stored after the loss: nobody to acknowledge it to, and the older
+	// checkpoint stays, since a replacement may be loading it. The top's
+	// keep point moves; RBM_1's stays bound by floor_2, where a
+	// replacement of RBM_2 restarts.
+	r.m.Stored(r.now, late)
+	out := r.m.Ready()
+	if len(out.Messages) != 0 || len(out.Store) != 0 {
+		t.Fatalf("Stored(rbm 2, 4) after s2 was lost = [%s], store ops %+v; want nothing", describe(out.Messages), out.Store)
+	}
+	if k1, k2 := r.m.seats[1].keep, r.m.seats[2].keep; k1 != 2 || k2 != 4 {
+		t.Fatalf("keep points after the late checkpoint = %d, %d; want 2, 4", k1, k2)
+	}
+	out = r.register("s3", 1)
+	if want := []StoreOp{{Kind: Get, Name: "rbm-2/000000000004", RBM: 2, Windows: 4}}; !reflect.DeepEqual(out.Store, want) {
+		t.Fatalf("Register(s3) store ops = %+v; want %+v", out.Store, want)
+	}
+}
+
+// Every slave the master admitted must hear that the run ends: a slave
+// waits for its assignment (or the checkpoint it resumes from) until its
+// own join timeout, and then ends with an error. The slave's machine has a
+// path for it (a Stop while admitted: "the master needs no more slaves").
+func TestMasterStopsAdmittedSlaves(t *testing.T) {
+	t.Parallel()
+	knownBug(t, "Master.stopSlaves stops only the slaves of seats: a slave that joined while the master gathers "+
+		"(Interrupt, or the join timeout's Abort), or a replacement admitted while its checkpoint loads "+
+		"(Interrupt or Abort then), gets no Stop; it waits for its join timeout and ends with an error "+
+		"instead of leaving cleanly, and the lost slave's name gets the Stop instead")
+	for _, tc := range []struct {
+		name string
+		end  func(t *testing.T) Output
+		want string // a slave that must get a stop
+	}{
+		{"interrupt while gathering", func(t *testing.T) Output {
+			r := newMasterRig(t, 2, 2, 2, nil)
+			r.m.Start(0)
+			r.register("s1", 1)
+			r.m.Interrupt(r.now)
+			return r.m.Ready()
+		}, "s1"},
+		{"join timeout", func(t *testing.T) Output {
+			r := newMasterRig(t, 2, 2, 2, nil)
+			r.m.Start(0)
+			r.register("s1", 1)
+			return r.at(10).tick()
+		}, "s1"},
+		{"interrupt while a replacement loads", func(t *testing.T) Output {
+			r := lostRig(t)
+			r.at(7).register("s3", 1)
+			r.m.Interrupt(r.now)
+			return r.m.Ready()
+		}, "s3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := tc.end(t)
+			var to []string
+			for _, e := range only(out.Messages, messages.KindStop) {
+				to = append(to, e.To)
+			}
+			if !slices.Contains(to, tc.want) {
+				t.Errorf("the run ends with stops to %v; want one to %s", to, tc.want)
+			}
+		})
+	}
+}

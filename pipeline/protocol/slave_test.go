@@ -816,3 +816,46 @@ func TestJobRun(t *testing.T) {
 		t.Fatalf("Run(window of epoch 5 of 1) = nil; want an error")
 	}
 }
+
+func TestSlaveEdges(t *testing.T) {
+	t.Parallel()
+	s, err := NewSlave(SlaveConfig{Name: "s1", Timing: testTiming()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.InputStats() != (LinkStats{}) || s.OutputStats() != (LinkStats{}) {
+		t.Fatalf("InputStats(), OutputStats() before an assignment = %+v, %+v; want zero", s.InputStats(), s.OutputStats())
+	}
+	// Trained without a job: nothing happens.
+	s.Trained(0, nil)
+	if out := s.Ready(); len(out.Messages) != 0 {
+		t.Fatalf("Trained without a job = [%s]; want nothing", describe(out.Messages))
+	}
+	// Without a Bytes function, reports count no bytes.
+	stages := testStages(1, 1)
+	s.Receive(0, Envelope{From: MasterName, Msg: assignment(testRun, stages[0], 1, testRows, 2, 2, MasterName, "")})
+	out := s.Ready()
+	if st := msg[*messages.Status](t, out.Messages, 1); st.BytesIn != 0 || st.BytesOut != 0 {
+		t.Fatalf("status without a Bytes function: bytes %d/%d; want 0/0", st.BytesIn, st.BytesOut)
+	}
+	// An assignment while training of the same RBM without a downstream
+	// change relinks nothing.
+	s.Receive(0, Envelope{From: MasterName, Msg: assignment(testRun, stages[0], 1, testRows, 2, 2, MasterName, "")})
+	if out := s.Ready(); len(out.Messages) != 0 {
+		t.Fatalf("the same Assign again = [%s]; want nothing", describe(out.Messages))
+	}
+}
+
+func TestSlaveResumeCheckpointOutOfRange(t *testing.T) {
+	t.Parallel()
+	stages := testStages(1, 1)
+	r := newSlaveRig(t, stages)
+	r.join(2, true)
+	cp := fakeCheckpoint(stages[0], 2, 2)
+	cp.Epoch = 3 // of a run of 1 epoch
+	out := r.recv(MasterName, cp)
+	wantShape(t, "checkpoint of epoch 3", out.Messages, "master error")
+	if _, err := r.s.Done(); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Fatalf("Done() error = %v; want the restore's range error", err)
+	}
+}
