@@ -35,7 +35,11 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	t.Parallel()
 	stages := testStages(1, 2)
 	st := trainStage(t, stages[0], dataWindows(stages, 3))
+	st.Waited(2*time.Second, 3*time.Second, pipeline.WaitingInput)
 	snap := st.Snapshot()
+	if snap.Stats.WaitInput != 2*time.Second || snap.Stats.WaitCredit != 3*time.Second {
+		t.Fatalf("Snapshot() waits %s, %s; want 2s, 3s", snap.Stats.WaitInput, snap.Stats.WaitCredit)
+	}
 	cp := CheckpointOf(testRun, stages[0], snap)
 	if err := cp.Check("r1", 1, 6, 4); err != nil || cp.Incarnation != 2 || cp.Windows != 3 || cp.Batches != 3 {
 		t.Fatalf("CheckpointOf(...) = window %d, %d batches, incarnation %d, Check %v; want 3, 3, 2, nil", cp.Windows, cp.Batches, cp.Incarnation, err)

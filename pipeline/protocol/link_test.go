@@ -81,12 +81,16 @@ func TestProducerCreditGatesSend(t *testing.T) {
 	if !p.CanSend() {
 		t.Fatalf("CanSend() after 1 of 2 credited windows = false; want true")
 	}
+	// A credit is cumulative: one that arrives late, with a smaller UpTo,
+	// takes nothing back.
+	p.OnCredit("s2", credit(1, 0, 0, false))
+	if !p.CanSend() {
+		t.Fatalf("CanSend() after a late credit (UpTo 1) with window 1 credited = false; want true")
+	}
 	p.Send(window(1, 0.5))
 	if p.CanSend() {
 		t.Fatalf("CanSend() after 2 of 2 credited windows = true; want false")
 	}
-	// A credit is cumulative: a smaller UpTo (reordered) takes nothing back
-	// and gives nothing.
 	p.OnCredit("s2", credit(1, 0, 0, false))
 	if p.CanSend() {
 		t.Fatalf("CanSend() after a stale credit (UpTo 1) = true; want false")
@@ -152,9 +156,13 @@ func TestProducerResend(t *testing.T) {
 		{name: "next is seq", credits: []*messages.Credit{credit(100, 5, 0, true)}},
 		{name: "next beyond seq", credits: []*messages.Credit{credit(100, 6, 0, true)}},
 		{name: "no resend asked", credits: []*messages.Credit{credit(100, 0, 0, false)}},
-		// Durable beyond what was sent forgets only what was sent: Seq 5 on
+		// Durable beyond what was sent forgets all that was sent: Seq 5 on
 		// is still to come.
 		{name: "durable beyond seq", credits: []*messages.Credit{credit(100, 9, 9, false), credit(100, 5, 5, true)}},
+		{
+			name: "durable beyond seq, then below", credits: []*messages.Credit{credit(100, 9, 9, false), credit(100, 3, 3, true)},
+			wantErr: "rbm 1: s2 asks for window 3 again, but rbm 1 keeps only the windows from 5 on",
+		},
 		{name: "closed: windows and end", closed: true, credits: []*messages.Credit{credit(100, 3, 0, true)}, want: []uint64{3, 4}, wantEnd: true},
 		{name: "closed: end only", closed: true, credits: []*messages.Credit{credit(100, 5, 5, true)}, wantEnd: true},
 		{
@@ -568,15 +576,15 @@ func TestConsumerTick(t *testing.T) {
 			t.Errorf("Tick(+%gs) = %q; want %q", step.at, got, step.want)
 		}
 	}
-	// A window arrives: the silence ends, and while it waits to be taken
-	// the consumer asks nothing.
+	// A window arrives: while it waits to be taken (and trained) the
+	// consumer asks nothing, however long that takes.
 	c.OnChunk(start+sec(2.1), "s1", chunk(0))
-	if out := c.Tick(start + sec(2.2)); out != nil {
+	if out := c.Tick(start + sec(3.5)); out != nil {
 		t.Errorf("Tick with a window queued = [%s]; want nothing", describe(out))
 	}
 	c.Take()
-	if out := c.Tick(start + sec(2.6)); len(out) != 1 || msg[*messages.Credit](t, out, 0).Resend {
-		t.Errorf("Tick 0.5s after the window = [%s]; want a plain regrant", describe(out))
+	if out := c.Tick(start + sec(3.6)); len(out) != 1 || !msg[*messages.Credit](t, out, 0).Resend {
+		t.Errorf("Tick 1.5s after the last window = [%s]; want a resend", describe(out))
 	}
 }
 

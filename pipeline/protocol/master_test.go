@@ -840,6 +840,16 @@ func TestMasterInterrupt(t *testing.T) {
 			r.wantRunning()
 			r.recv("s2", left(2))
 		}},
+		{"every slave finished", func(r *masterRig) {
+			// The weights complete the run, but the slaves were told
+			// already: no second stop.
+			for i, s := range []string{"s1", "s2"} {
+				if out := r.recv(s, fakeWeights(r.stage(i+1), 1)); len(out.Messages) != 0 {
+					t.Errorf("weights while stopping = [%s]; want nothing", describe(out.Messages))
+				}
+			}
+			r.tick()
+		}},
 		{"one leaves, one finished", func(r *masterRig) {
 			r.recv("s1", fakeWeights(r.stage(1), 1))
 			r.recv("s2", left(2))
@@ -1048,14 +1058,15 @@ func TestMasterLateCheckpointOfALostSlave(t *testing.T) {
 	r.start()
 	r.at(1).checkpoint(1, "s1", 2)
 	r.checkpoint(2, "s2", 2)
+	r.checkpoint(1, "s1", 4)
 	late := r.recv("s2", fakeCheckpoint(r.stage(2), 4, 4)).Store[0]
 	r.at(4).recv("s1", r.status(1, "s1", 4))
 	r.at(6).now++
 	wantStops(t, r.tick().Messages, "declared lost", "s2")
 	// Stored after the loss: nobody to acknowledge it to, and the older
 	// checkpoint stays, since a replacement may be loading it. The top's
-	// keep point moves; RBM_1's stays bound by floor_2, where a
-	// replacement of RBM_2 restarts.
+	// keep point moves; RBM_1's stays bound by floor_2, back at keep_2 = 2
+	// since the loss (s2 had reported its checkpoint at 4).
 	r.m.Stored(r.now, late)
 	out := r.m.Ready()
 	if len(out.Messages) != 0 || len(out.Store) != 0 {

@@ -422,6 +422,22 @@ func TestSlaveResume(t *testing.T) {
 	}
 }
 
+func TestSlaveStopRightAfterResuming(t *testing.T) {
+	t.Parallel()
+	stages := testStages(1, 2)
+	r := newSlaveRig(t, stages)
+	r.join(2, true)
+	r.recv(MasterName, CheckpointOf(testRun, stages[0], trainStage(t, stages[0], dataWindows(stages, 2)).Snapshot()))
+	// The checkpoint it resumed from is stored: nothing to leave, nothing
+	// to wait for.
+	out := r.recv(MasterName, stop("the master was interrupted"))
+	wantShape(t, "Stop right after resuming", out.Messages, "master error")
+	if got := msg[*messages.Error](t, out.Messages, 0).Text; got != "stopped by the master: the master was interrupted (at window 2)" {
+		t.Fatalf("error text %q; want the stop at window 2", got)
+	}
+	r.wantDone(ErrStopped)
+}
+
 func TestSlaveResumeFromTheBeginning(t *testing.T) {
 	t.Parallel()
 	r := newSlaveRig(t, testStages(1, 1))
@@ -598,6 +614,17 @@ func TestSlaveStopIgnored(t *testing.T) {
 		r.recv(MasterName, stop("meant for an earlier process"))
 		r.wantRunning()
 		wantShape(t, "Tick", r.at(1).tick().Messages, "master register")
+	})
+	t.Run("no run id while admitted", func(t *testing.T) {
+		t.Parallel()
+		r := newSlaveRig(t, testStages(1, 1))
+		r.s.Start(0)
+		r.recv(MasterName, &messages.Admission{Slave: "s1", Outcome: messages.Admitted})
+		r.recv(MasterName, &messages.Stop{Reason: "x"})
+		r.wantRunning()
+		if out := r.recv(MasterName, r.assign(1, 2, MasterName, "", false)); len(out.Messages) != 2 {
+			t.Fatalf("Assign after an ignored Stop = [%s]; want a credit and a status", describe(out.Messages))
+		}
 	})
 	t.Run("from a slave", func(t *testing.T) {
 		t.Parallel()
