@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -175,7 +176,9 @@ func NewMaster(cfg MasterConfig) (*Master, error) {
 	L := len(cfg.Stages)
 	m := &Master{cfg: cfg, log: cfg.Logger, L: L, seats: make([]*seat, L+1), starts: make([]*messages.Checkpoint, L+1)}
 	for i := 1; i <= L; i++ {
-		m.seats[i] = &seat{stored: map[int]int{}}
+		// No slave stands anywhere before the run: the keep points of a
+		// resumed run follow from the stored checkpoints alone.
+		m.seats[i] = &seat{stored: map[int]int{}, floor: math.MaxInt}
 	}
 	if st := cfg.Stored; st != nil {
 		for i, ws := range st.Checkpoints {

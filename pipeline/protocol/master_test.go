@@ -969,10 +969,6 @@ func TestMasterResumesAtTheKeepPoint(t *testing.T) {
 
 func TestMasterResumesEveryRBMAtItsKeepPoint(t *testing.T) {
 	t.Parallel()
-	knownBug(t, "NewMaster computes the keep points of a resumed run (updateKeeps) with every floor at 0, "+
-		"so keep_i = 0 for every RBM below the top: a resumed master restarts RBM_1..RBM_{L-1} from scratch "+
-		"although the store holds checkpoints each consumer's keep point allows (recovery.go's rule with "+
-		"floor_{i+1} = where RBM_{i+1} restarts = keep_{i+1}; natsnet's resumePoints did this)")
 	stored := readStored(t, storeOf(t, [][2]int{{1, 2}, {1, 4}, {1, 6}, {2, 2}, {2, 4}, {3, 2}, {3, 4}}), 3)
 	r := newMasterRig(t, 3, 1, 2, func(c *MasterConfig) { c.Stored = stored })
 	r.m.Start(0)

@@ -401,6 +401,10 @@ func (s *Slave) pump(now time.Duration) {
 	}
 	if s.held != nil {
 		if !s.down.CanSend() {
+			if s.phase == draining {
+				s.drain(now) // no resume needs the held result (see updateKeeps)
+				return
+			}
 			if s.state != pipeline.WaitingCredit {
 				s.setState(now, pipeline.WaitingCredit)
 			}

@@ -570,9 +570,6 @@ func TestSlaveStopWhileWaitingForInput(t *testing.T) {
 // does not matter.
 func TestSlaveStopWhileWaitingForCredit(t *testing.T) {
 	t.Parallel()
-	knownBug(t, "Slave.pump returns while a held middle result waits for credit, before it reaches drain(): "+
-		"a slave stopped (Stop, or Interrupt on SIGINT) in WaitingCredit sends no checkpoint, sets no DrainGrace "+
-		"deadline and never leaves until credit comes, which never happens when the slave above is gone")
 	r := newSlaveRig(t, testStages(2, 2))
 	r.at(1).join(2, false)
 	out := r.recv(MasterName, dataChunk(dataWindows(r.stages, 1)[0], 0))
