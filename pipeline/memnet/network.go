@@ -184,10 +184,8 @@ func (n *Network) Run(ctx context.Context) ([]protocol.Trained, error) {
 	if err := n.startMaster(nil); err != nil {
 		return nil, err
 	}
-	for _, nd := range n.nodes {
-		if nd != n.master {
-			n.startSlave(nd)
-		}
+	for _, nd := range n.sorted()[1:] {
+		n.startSlave(nd) // in name order: slave i registers i-th and trains RBM_i
 	}
 	if f := n.opt.Faults; f != nil && n.opt.Simulated {
 		f.schedule(n)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
@@ -64,28 +65,10 @@ type Plan struct {
 }
 
 // Recovery describes a lost slave and its replacement.
-type Recovery struct {
-	RBM               int
-	Lost, Replacement string
-	// Silent is how long the lost slave had said nothing when it was
-	// declared lost.
-	Silent time.Duration
-	// LostAtBatch is the last mini-batch count the lost slave reported;
-	// ResumedAtBatch and ResumedAtWindow are those of the checkpoint the
-	// replacement resumed from. Redone = LostAtBatch - ResumedAtBatch, at
-	// least: the lost slave may have trained more since its last report.
-	LostAtBatch, ResumedAtBatch, ResumedAtWindow, Redone int
-}
+type Recovery = protocol.Recovery
 
 // Trained is one RBM as its slave reported it at the end.
-type Trained struct {
-	Slave string
-	RBM   *rbm.RBM
-	Stats pipeline.Stats
-	// BytesIn and BytesOut are the bytes of windows the slave received and
-	// sent.
-	BytesIn, BytesOut int64
-}
+type Trained = protocol.Trained
 
 // Master is the master's side of a cluster: it waits for slaves, assigns
 // RBM_i to the i-th, streams the data to slave 1, stores the slaves'

@@ -16,6 +16,7 @@ import (
 	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
@@ -665,33 +666,7 @@ func waitAck(acked <-chan uint64, windows uint64, d time.Duration) bool {
 	}
 }
 
-// states pairs each stage state with its wire form; Idle is the fallback
-// both ways.
-var states = []struct {
-	local pipeline.State
-	wire  messages.State
-}{
-	{pipeline.Training, messages.StateTraining},
-	{pipeline.WaitingInput, messages.StateWaitingInput},
-	{pipeline.WaitingCredit, messages.StateWaitingCredit},
-	{pipeline.Done, messages.StateDone},
-	{pipeline.Failed, messages.StateFailed},
-}
-
-func wireState(s pipeline.State) messages.State {
-	for _, p := range states {
-		if p.local == s {
-			return p.wire
-		}
-	}
-	return messages.StateIdle
-}
-
-func localState(s messages.State) pipeline.State {
-	for _, p := range states {
-		if p.wire == s {
-			return p.local
-		}
-	}
-	return pipeline.Idle
-}
+var (
+	wireState  = protocol.WireState
+	localState = protocol.LocalState
+)

@@ -87,7 +87,8 @@ var states = []struct {
 	{pipeline.Failed, messages.StateFailed},
 }
 
-func wireState(s pipeline.State) messages.State {
+// WireState is the wire form of a stage state.
+func WireState(s pipeline.State) messages.State {
 	for _, p := range states {
 		if p.local == s {
 			return p.wire
@@ -96,7 +97,8 @@ func wireState(s pipeline.State) messages.State {
 	return messages.StateIdle
 }
 
-func localState(s messages.State) pipeline.State {
+// LocalState is the stage state of a wire state; Idle for any other.
+func LocalState(s messages.State) pipeline.State {
 	for _, p := range states {
 		if p.wire == s {
 			return p.local

@@ -83,18 +83,18 @@ func TestStates(t *testing.T) {
 		{pipeline.Done, messages.StateDone},
 		{pipeline.Failed, messages.StateFailed},
 	} {
-		if got := wireState(tc.local); got != tc.wire {
-			t.Errorf("wireState(%v) = %v; want %v", tc.local, got, tc.wire)
+		if got := WireState(tc.local); got != tc.wire {
+			t.Errorf("WireState(%v) = %v; want %v", tc.local, got, tc.wire)
 		}
-		if got := localState(tc.wire); got != tc.local {
-			t.Errorf("localState(%v) = %v; want %v", tc.wire, got, tc.local)
+		if got := LocalState(tc.wire); got != tc.local {
+			t.Errorf("LocalState(%v) = %v; want %v", tc.wire, got, tc.local)
 		}
 	}
-	if got := wireState(pipeline.State(99)); got != messages.StateIdle {
-		t.Errorf("wireState(99) = %v; want idle", got)
+	if got := WireState(pipeline.State(99)); got != messages.StateIdle {
+		t.Errorf("WireState(99) = %v; want idle", got)
 	}
-	if got := localState(messages.State(99)); got != pipeline.Idle {
-		t.Errorf("localState(99) = %v; want idle", got)
+	if got := LocalState(messages.State(99)); got != pipeline.Idle {
+		t.Errorf("LocalState(99) = %v; want idle", got)
 	}
 }
 

@@ -392,7 +392,7 @@ func (m *Master) status(i int, msg *messages.Status) {
 	stats := pipeline.Stats{
 		Index: i, Epoch: msg.Epoch, Batches: msg.Batches, Recon: msg.ReconErrors, LastRecon: msg.ReconError,
 		Rows: msg.Batches * st.BatchSize, Busy: Seconds(msg.BusySeconds),
-		WaitInput: Seconds(msg.WaitSeconds), State: localState(msg.State), Worker: msg.Slave,
+		WaitInput: Seconds(msg.WaitSeconds), State: LocalState(msg.State), Worker: msg.Slave,
 	}
 	s.batches, s.rejected = msg.Batches, msg.Rejected
 	s.confirmed, s.from = true, nil

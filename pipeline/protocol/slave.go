@@ -502,7 +502,7 @@ func (s *Slave) report(now time.Duration) {
 	st := s.stats
 	in, out := s.bytes()
 	m := &messages.Status{
-		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Slave: s.cfg.Name, State: wireState(s.state),
+		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Slave: s.cfg.Name, State: WireState(s.state),
 		Epoch: st.Epoch, Batches: st.Batches, ReconError: st.LastRecon, ReconErrors: st.Recon,
 		BusySeconds: st.Busy.Seconds(), WaitSeconds: (st.WaitInput + st.WaitCredit).Seconds(),
 		BytesIn: in, BytesOut: out,
