@@ -21,10 +21,8 @@ import (
 
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/data"
-	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
-	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // runID names a run on the wire: the config's name, made a valid subject
@@ -130,13 +128,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 			})
 			mu.Unlock()
 		},
-		Checkpointed: func(rbm, _, _ int, payload []byte) {
-			if m, err := messages.Decode(payload); err == nil {
-				if c, ok := m.(*messages.Checkpoint); ok {
-					saver.checkpointed(rbm, protocol.StageStateOf(c))
-				}
-			}
-		},
+		Checkpointed: saver.checkpointed,
 	}
 	if local != nil {
 		plan.Respawn = local.restart

@@ -106,31 +106,3 @@ func TestRestoreStageRejectsMismatch(t *testing.T) {
 		}
 	}
 }
-
-// FeedFrom deals the same windows as Feed, from the given one on.
-func TestFeedFrom(t *testing.T) {
-	const n, batch, k = 100, 10, 3
-	x := examples(4, n, 8)
-	collect := func(start int) []Window {
-		var got []Window
-		l := &recorder{fn: func(w *Window) { got = append(got, Window{Epoch: w.Epoch, Seq: w.Seq, X: slices.Clone(w.X)}) }}
-		if err := FeedFrom(context.Background(), NewSource(x, n, 8, batch, k, 9), 2, start, l); err != nil {
-			t.Fatal(err)
-		}
-		return got
-	}
-	all, tail := collect(0), collect(5)
-	if len(all) != 8 || len(tail) != 3 {
-		t.Fatalf("%d and %d windows; want 8 and 3", len(all), len(tail))
-	}
-	for i, w := range tail {
-		if w.Seq != all[5+i].Seq || !slices.Equal(w.X, all[5+i].X) {
-			t.Errorf("window %d differs from the uninterrupted feed", w.Seq)
-		}
-	}
-}
-
-type recorder struct{ fn func(*Window) }
-
-func (r *recorder) Send(_ context.Context, w *Window) error { r.fn(w); return nil }
-func (r *recorder) Close(context.Context) error             { return nil }

@@ -12,10 +12,6 @@ type Hooks struct {
 	Window func(Stats)
 	// Epoch is called after a stage closes an epoch.
 	Epoch func(Stats)
-	// AfterWindow, in the pipelined schedule, is called after every window
-	// a stage trained and handed to the next stage: the stage is then in a
-	// state a checkpoint may take (Snapshot). An error stops the stage.
-	AfterWindow func(*Stage) error
 }
 
 func (h Hooks) window(s Stats) {

@@ -27,12 +27,17 @@ const (
 	// BrokerRestart drops every message in flight and sent for a while,
 	// and tells the master its connection is down meanwhile.
 	BrokerRestart
+	// MasterRestart ends the master's process; a new one starts after a
+	// while and resumes the run from the store, as a new incarnation. The
+	// slaves of the old one are stopped when they speak, and their
+	// supervisors start them again.
+	MasterRestart
 )
 
-var faultNames = [...]string{Crash: "crash", Isolate: "isolate", Cut: "cut", BrokerRestart: "broker-restart"}
+var faultNames = [...]string{Crash: "crash", Isolate: "isolate", Cut: "cut", BrokerRestart: "broker-restart", MasterRestart: "master-restart"}
 
 func (k FaultKind) String() string {
-	if k >= Crash && k <= BrokerRestart {
+	if k >= Crash && k <= MasterRestart {
 		return faultNames[k]
 	}
 	return fmt.Sprintf("FaultKind(%d)", int(k))
@@ -103,7 +108,7 @@ func RandomSchedule(seed uint64, slaves []string, horizon time.Duration, t proto
 		return time.Duration(r.Int64N(int64(min(3*t.LostAfter, t.JoinTimeout/2))))
 	}
 	for range r.IntN(4) {
-		f := Fault{At: time.Duration(r.Int64N(int64(horizon))), Kind: FaultKind(1 + r.IntN(4))}
+		f := Fault{At: time.Duration(r.Int64N(int64(horizon))), Kind: FaultKind(1 + r.IntN(5))}
 		switch f.Kind {
 		case Crash:
 			f.Node = slaves[r.IntN(len(slaves))]
@@ -115,6 +120,8 @@ func RandomSchedule(seed uint64, slaves []string, horizon time.Duration, t proto
 			f.Node, f.Peer, f.For = nodes[i], nodes[j], outage()
 		case BrokerRestart:
 			f.For = time.Duration(r.Int64N(int64(2 * t.LostAfter)))
+		case MasterRestart:
+			f.For = time.Duration(r.Int64N(int64(t.JoinTimeout / 2)))
 		}
 		s.Faults = append(s.Faults, f)
 	}
@@ -132,6 +139,9 @@ func (s *Schedule) schedule(n *Network) {
 					n.respawn(nd.name)
 				}
 			})
+		case MasterRestart:
+			n.at(f.At, n.crashMaster)
+			n.at(f.At+f.For, n.restartMaster)
 		case BrokerRestart:
 			n.at(f.At, func() {
 				n.trace("broker down")

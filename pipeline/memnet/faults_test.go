@@ -142,7 +142,7 @@ func TestFaultFreeMatchesInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := pipeline.Pipelined(context.Background(), cfg.Data, cfg.N, cfg.Stages, cfg.ShuffleSeed, cfg.Credits, pipeline.Hooks{})
+	want, err := pipeline.Pipelined(cfg.Data, cfg.N, cfg.Stages, cfg.ShuffleSeed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,5 +166,37 @@ func TestImpossibleSchedules(t *testing.T) {
 	_, _, _, err = simulate(cfg, slaves, &Schedule{Faults: []Fault{{At: 200 * time.Millisecond, Kind: Isolate, Node: protocol.MasterName, For: time.Hour}}})
 	if !errors.Is(err, protocol.ErrSlaveLost) || !strings.Contains(err.Error(), "join_timeout") {
 		t.Errorf("master isolated for an hour: err = %v; want ErrSlaveLost naming cluster.join_timeout", err)
+	}
+}
+
+// TestMasterRestart crashes the master early, midway and late in a run and
+// restarts it half a second later: the new incarnation reads the store,
+// stops the slaves of the old one when they speak, takes them back when
+// their supervisors restart them, and completes the run with the weights
+// of the fault-free run, bit for bit.
+func TestMasterRestart(t *testing.T) {
+	cfg, slaves := tiny(2)
+	want, horizon, _, err := simulate(cfg, slaves, nil)
+	if err != nil {
+		t.Fatalf("fault-free run: %v", err)
+	}
+	for _, at := range []time.Duration{horizon / 10, horizon / 2, horizon * 9 / 10} {
+		s := &Schedule{Faults: []Fault{{At: at, Kind: MasterRestart, For: 500 * time.Millisecond}}}
+		got, took, transcript, err := simulate(cfg, slaves, s)
+		log := strings.Join(transcript, "\n")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", s, err, log)
+		}
+		for j, tr := range got {
+			if w := want[j].RBM; !slices.Equal(tr.RBM.W, w.W) || !slices.Equal(tr.RBM.A, w.A) || !slices.Equal(tr.RBM.B, w.B) {
+				t.Errorf("%s: rbm %d: weights differ from the fault-free run", s, j+1)
+			}
+		}
+		for _, event := range []string{"restart master (incarnation 1)", "the master restarted"} {
+			if !strings.Contains(log, event) {
+				t.Errorf("%s: no %q in the transcript:\n%s", s, event, log)
+			}
+		}
+		t.Logf("%s: completed in %s of simulated time (fault-free: %s)", s, took, horizon)
 	}
 }

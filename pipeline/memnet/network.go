@@ -345,6 +345,38 @@ func (n *Network) startSlave(nd *node) {
 	n.flush(nd)
 }
 
+// crashMaster ends the master's process: it loses everything but what it
+// stored.
+func (n *Network) crashMaster() {
+	if !n.master.alive {
+		return
+	}
+	n.trace("crash %s", n.master.name)
+	n.master.alive = false
+	n.master.gen++
+}
+
+// restartMaster starts a new master process that resumes the run from the
+// store, as the next incarnation.
+func (n *Network) restartMaster() {
+	if n.master.alive {
+		return
+	}
+	visible, hidden := make([]int, len(n.mcfg.Stages)), make([]int, len(n.mcfg.Stages))
+	for i, st := range n.mcfg.Stages {
+		visible[i], hidden[i] = st.Visible, st.Hidden
+	}
+	stored, err := protocol.ReadStored(context.Background(), n.store, n.mcfg.Run.ID, visible, hidden)
+	if err == nil {
+		n.mcfg.Run.Incarnation++
+		n.trace("restart %s (incarnation %d)", n.master.name, n.mcfg.Run.Incarnation)
+		err = n.startMaster(stored)
+	}
+	if err != nil {
+		n.err = fmt.Errorf("memnet: restart the master: %w", err)
+	}
+}
+
 // crash ends a node's process: it loses everything it held.
 func (n *Network) crash(nd *node) {
 	if !nd.alive {
@@ -404,13 +436,15 @@ func (n *Network) flush(nd *node) {
 	}
 }
 
-// exited handles a slave process that ended: one the master did not need
-// stands by and registers again, as `slave --serve` does.
+// exited handles a slave process that ended: its supervisor starts it
+// again to register with the master, as `slave --serve` does. One the
+// master did not need stands by so; one stopped by a restarted master
+// comes back to it.
 func (n *Network) exited(nd *node, err error) {
 	n.trace("%s exited: %v", nd.name, err)
 	nd.alive = false
 	nd.gen++
-	if err != nil && nd.slave != nil && nd.slave.Assigned() == nil {
+	if err != nil || nd.slave.Assigned() != nil {
 		n.at(n.now+n.opt.Timing.RegisterEvery, func() {
 			if !nd.alive {
 				n.startSlave(nd)
@@ -457,17 +491,7 @@ func (n *Network) storeOp(op protocol.StoreOp) {
 				m.Stored(n.now, op)
 			}
 		case protocol.Get:
-			b, err := n.store.Get(ctx, op.Name)
-			var cp *messages.Checkpoint
-			if err == nil {
-				var msg messages.Message
-				if msg, err = messages.Decode(b); err == nil {
-					var ok bool
-					if cp, ok = msg.(*messages.Checkpoint); !ok {
-						err = fmt.Errorf("%s holds a %s", op.Name, msg.Kind())
-					}
-				}
-			}
+			cp, err := protocol.LoadCheckpoint(ctx, n.store, op.Name)
 			m.Loaded(n.now, op, cp, err)
 		case protocol.Delete:
 			n.store.Delete(ctx, op.Name)

@@ -2,7 +2,6 @@ package natsnet
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
 
 	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // The link every TestBadInput case attacks: windows of 3 columns from RBM_1
@@ -318,11 +319,16 @@ func TestBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer nc.Close()
-			r, err := NewReceiver(nc, run, badProducerName, badProducer, badConsumerName, badCols, 4)
-			if err != nil {
+			// The receiving end of a slave: its endpoint, and the consumer
+			// of its input link.
+			ep := newEndpoint(nc, badConsumerName, hclog.NewNullLogger())
+			defer ep.close()
+			subject := dataSubject(run, badProducerName)
+			if err := ep.subscribe(subject, windows); err != nil {
 				t.Fatal(err)
 			}
-			subject := dataSubject(run, badProducerName)
+			c := protocol.NewConsumer(protocol.Run{ID: run}, badConsumerName, badProducerName, badProducer, badCols, 4, 0, false,
+				protocol.DefaultTiming(time.Second, time.Second))
 			for _, f := range frags {
 				if err := nc.Publish(subject, f); err != nil {
 					t.Fatal(err)
@@ -343,32 +349,45 @@ func TestBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			var w *windowCopy
-			func() {
-				defer func() {
-					if p := recover(); p != nil {
-						t.Fatalf("Recv panicked: %v", p)
-					}
-				}()
-				win, err := r.Recv(ctx)
-				if err != nil {
-					t.Fatalf("Recv after the bad input: %v; want the good window", err)
+			timeout := time.After(20 * time.Second)
+			for !c.Ready() {
+				select {
+				case d := <-ep.inbox:
+					ep.take(d)
+					func() {
+						defer func() {
+							if p := recover(); p != nil {
+								t.Fatalf("the consumer panicked: %v", p)
+							}
+						}()
+						switch m := d.env.Msg.(type) {
+						case nil:
+							c.Reject(d.reason)
+						case *messages.Chunk:
+							c.OnChunk(ep.now(), d.env.From, m)
+						case *messages.EndOfStream:
+							c.OnEnd(ep.now(), d.env.From, m)
+						default:
+							t.Errorf("a %s came through on a data subject", m.Kind())
+						}
+					}()
+				case <-timeout:
+					t.Fatalf("the good window did not come after the bad input (rejected: %v)", c.Stats().Rejected)
 				}
-				w = &windowCopy{win.Epoch, win.Seq, slices.Clone(win.Rows), slices.Clone(win.X), slices.Clone(win.Bias)}
-			}()
+			}
+			win := c.Take()
+			w := &windowCopy{win.Epoch, win.Seq, slices.Clone(win.Rows), slices.Clone(win.X), slices.Clone(win.Bias)}
 			want := windowCopy{good.Epoch, int(good.Seq), good.BatchRows, good.Data, good.Bias}
 			if w.epoch != want.epoch || w.seq != want.seq || !slices.Equal(w.rows, want.rows) ||
 				!slices.Equal(w.x, want.x) || !slices.Equal(w.bias, want.bias) {
 				t.Errorf("Recv = %+v; want the good window %+v", *w, want)
 			}
-			st := r.Stats()
-			if st.Rejected < 1 {
-				t.Errorf("Stats().Rejected = %d; want the bad input counted", st.Rejected)
+			rej := c.Stats().Rejected
+			if rej.Total() < 1 {
+				t.Errorf("rejected %v; want the bad input counted", rej)
 			}
-			if st.Duplicates != 0 {
-				t.Errorf("Stats().Duplicates = %d; want 0", st.Duplicates)
+			if rej[messages.RejectDuplicate] != 0 {
+				t.Errorf("rejected %v; want no duplicates", rej)
 			}
 		})
 	}

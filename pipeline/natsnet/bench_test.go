@@ -6,6 +6,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
@@ -22,7 +23,7 @@ func BenchmarkCheckpoint(b *testing.B) {
 			b.SetBytes(int64(2 * 4 * sh[0] * sh[1]))
 			b.ReportAllocs()
 			for b.Loop() {
-				c := checkpointOf("bench", cfg, st.Snapshot())
+				c := protocol.CheckpointOf(protocol.Run{ID: "bench"}, cfg, st.Snapshot())
 				if _, err := messages.EncodeParts(c, 8<<20, 1); err != nil {
 					b.Fatal(err)
 				}

@@ -6,18 +6,13 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
 
 	"github.com/pipedbn/pipedbn/blas"
-	"github.com/pipedbn/pipedbn/messages"
-	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
-	"github.com/pipedbn/pipedbn/rbm"
 )
 
 // SlaveOptions configure a slave.
@@ -51,8 +46,9 @@ type SlaveOptions struct {
 	// emulates a slower machine (tests, demos of failures and recovery).
 	WindowDelay time.Duration
 
-	// afterWindow, for tests, runs after every window with its training time.
-	afterWindow func(busy time.Duration, in *Receiver)
+	// afterWindow, for tests, runs after every window with its training
+	// time and the input bytes received and not yet taken.
+	afterWindow func(busy time.Duration, pending int)
 }
 
 func (o *SlaveOptions) defaults() {
@@ -73,8 +69,9 @@ func (o *SlaveOptions) defaults() {
 	}
 }
 
-// ErrStopped is returned when the master stops the run.
-var ErrStopped = errors.New("stopped by the master")
+// ErrStopped is returned when the master stops the slave before its RBM is
+// trained.
+var ErrStopped = protocol.ErrStopped
 
 // Connect connects to the NATS server at url, with a clear error when it
 // cannot be reached or refuses the credentials. When opts carry no
@@ -110,9 +107,21 @@ func Connect(url, name string, opts ...nats.Option) (*nats.Conn, error) {
 // registers, waits for its assignment, trains on the windows from below while
 // streaming its own middle results up, reports its status every StatusEvery,
 // and finally sends its weights. It returns when the run is done, when the
-// master stops it, or when ctx is cancelled (SIGINT, SIGTERM), draining its
-// NATS connection.
+// master stops it or needs no more slaves (a spare: nil), or when ctx is
+// cancelled (SIGINT, SIGTERM: after leaving a checkpoint), draining its NATS
+// connection.
 func RunSlave(ctx context.Context, opt SlaveOptions) error {
+	err := runSlave(ctx, &opt)
+	if errors.Is(err, protocol.ErrClusterFull) {
+		opt.Logger.Info("not needed: the master has all the slaves it needs")
+		return nil
+	}
+	return err
+}
+
+// runSlave is RunSlave, with the slave's name (claimed with its identity)
+// left in opt.
+func runSlave(ctx context.Context, opt *SlaveOptions) error {
 	opt.defaults()
 	// A refused publish or subscription (a permissions violation) reaches
 	// the client only asynchronously: log it, or it goes unseen.
@@ -125,7 +134,7 @@ func RunSlave(ctx context.Context, opt SlaveOptions) error {
 	if len(opt.Credentials) > 0 {
 		nc, err = opt.claim(natsOpts)
 	} else if err = CheckName(opt.Name); err != nil {
-		return fmt.Errorf("slave %w", err)
+		return fatalError{fmt.Errorf("slave %w", err)}
 	} else {
 		nc, err = Connect(opt.URL, "pipedbn-slave-"+opt.Name, natsOpts...)
 	}
@@ -133,43 +142,99 @@ func RunSlave(ctx context.Context, opt SlaveOptions) error {
 		return err
 	}
 	defer nc.Drain()
-	log := opt.Logger
 	blas.SetThreads(opt.Threads)
+	err = drive(ctx, nc, opt)
+	if errors.Is(err, protocol.ErrNoMaster) {
+		return fmt.Errorf("%w on %s (is `master run` with cluster.nats_url = %s running?)", err, opt.URL, opt.URL)
+	}
+	return err
+}
 
-	ctl, err := nc.SubscribeSync(ctlSubject(opt.Name))
+// drive runs the slave's state machine on nc until it ends: messages from
+// its subscriptions, ticks of its clock and its trained windows in, and
+// out what it sends, the windows to train (one at a time, on a goroutine
+// of their own) and the subscriptions its links need.
+func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
+	log := opt.Logger
+	ep := newEndpoint(nc, opt.Name, log)
+	defer ep.close()
+	if err := ep.subscribe(ctlSubject(opt.Name), controls); err != nil {
+		return err
+	}
+	timing := protocol.DefaultTiming(opt.JoinTimeout, 0)
+	timing.LostAfter = time.Hour // the master's concern, not the slave's
+	timing.StatusEvery, timing.FinishTimeout = opt.StatusEvery, opt.FinishTimeout
+	host, _ := os.Hostname()
+	s, err := protocol.NewSlave(protocol.SlaveConfig{
+		Name: opt.Name, Host: host, CPUs: opt.Threads, PID: os.Getpid(), Timing: timing, Bytes: ep.bytes, Logger: log,
+	})
 	if err != nil {
-		return err
+		return fatalError{err}
 	}
-	if err := register(ctx, nc, opt); err != nil {
-		return err
+	trained := make(chan error, 1)
+	training := false
+	flush := func() error {
+		out := s.Ready()
+		run, up, down := s.Links()
+		for _, e := range out.Messages {
+			ep.send(run.ID, e)
+		}
+		if job := out.Job; job != nil {
+			training = true
+			go func() {
+				start := time.Now()
+				err := job.Run()
+				if opt.WindowDelay > 0 {
+					time.Sleep(opt.WindowDelay)
+				}
+				if opt.afterWindow != nil {
+					opt.afterWindow(time.Since(start), ep.pending())
+				}
+				trained <- err
+			}()
+		}
+		want := map[string]family{}
+		if up != "" {
+			want[dataSubject(run.ID, up)] = windows
+		}
+		if down != "" {
+			want[creditSubject(run.ID, down)] = credits
+		}
+		return ep.follow(want)
 	}
-	log.Info("registered; waiting for an assignment", "nats", opt.URL)
-	// The control subject carries the assignment, the checkpoint to resume
-	// from, relinks, checkpoint acks and the final stop, all in fragments.
-	ctlMsgs := make(chan messages.Message, 16)
-	life, endLife := context.WithCancel(context.Background())
-	defer endLife()
-	go readControl(life, ctl, ctlMsgs)
-	wait := time.NewTimer(opt.JoinTimeout)
-	defer wait.Stop()
-	var a *messages.Assign
-	for a == nil {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-wait.C:
-			return fmt.Errorf("registered with the master at %s, but no RBM was assigned within %s", opt.URL, opt.JoinTimeout)
-		case m := <-ctlMsgs:
-			switch m := m.(type) {
-			case *messages.Assign:
-				a = m
-			case *messages.Stop:
-				log.Info("the master needs no more slaves", "reason", m.Reason)
-				return nil
+	tick := time.NewTicker(tickEvery)
+	defer tick.Stop()
+	interrupt := ctx.Done()
+	s.Start(ep.now())
+	for {
+		if err := flush(); err != nil {
+			s.Interrupt(ep.now(), err)
+		}
+		if done, err := s.Done(); done {
+			if training {
+				<-trained
 			}
+			nc.Flush()
+			return err
+		}
+		select {
+		case d := <-ep.inbox:
+			ep.take(d)
+			if d.rejected {
+				s.Rejected(d.reason)
+			} else {
+				s.Receive(ep.now(), d.env)
+			}
+		case err := <-trained:
+			training = false
+			s.Trained(ep.now(), err)
+		case <-tick.C:
+			s.Tick(ep.now())
+		case <-interrupt:
+			interrupt = nil
+			s.Interrupt(ep.now(), ctx.Err())
 		}
 	}
-	return trainAssigned(ctx, nc, ctlMsgs, a, opt)
 }
 
 // claim connects as one of the slave's identities and names the slave
@@ -208,16 +273,7 @@ type fatalError struct{ error }
 
 func (e fatalError) Unwrap() error { return e.error }
 
-// clusterFull is the master's answer to a registration it needs no slave for.
-const clusterFull = "the cluster is full"
-
-// errClusterFull is returned when the master needs no more slaves now.
-var errClusterFull = errors.New("the master needs no more slaves")
-
-// errNoMaster is returned when no master answered a registration.
-var errNoMaster = errors.New("no master answered")
-
-// ServeSlave runs RunSlave again and again, so that one long-lived slave
+// ServeSlave runs runSlave again and again, so that one long-lived slave
 // (a compose service, a slave on another host) trains an RBM for every
 // master that comes. It returns when ctx is cancelled or on an error that
 // retrying cannot fix: refused credentials, a name that fits no identity.
@@ -230,7 +286,8 @@ func ServeSlave(ctx context.Context, opt SlaveOptions) error {
 		}
 	}
 	for {
-		err := RunSlave(ctx, opt)
+		o := opt // a claim names o after its identity, anew every time
+		err := runSlave(ctx, &o)
 		var fatal fatalError
 		switch {
 		case ctx.Err() != nil:
@@ -240,9 +297,9 @@ func ServeSlave(ctx context.Context, opt SlaveOptions) error {
 		case err == nil:
 			log.Info("run done; waiting for the next master")
 			continue
-		case errors.Is(err, errNoMaster):
+		case errors.Is(err, protocol.ErrNoMaster):
 			log.Info("no master yet; still waiting", "nats", opt.URL)
-		case errors.Is(err, errClusterFull):
+		case errors.Is(err, protocol.ErrClusterFull):
 			// A spare: it stands by, and takes over a lost slave's RBM.
 			log.Debug("standing by: the master has all the slaves it needs")
 		default:
@@ -255,418 +312,3 @@ func ServeSlave(ctx context.Context, opt SlaveOptions) error {
 		}
 	}
 }
-
-// register announces the slave until a master answers.
-func register(ctx context.Context, nc *nats.Conn, opt SlaveOptions) error {
-	host, _ := os.Hostname()
-	b, err := messages.Encode(&messages.Register{
-		Name: opt.Name, Host: host, CPUs: opt.Threads, PID: os.Getpid(), Protocol: messages.Version,
-	})
-	if err != nil {
-		return err
-	}
-	deadline := time.Now().Add(opt.JoinTimeout)
-	for {
-		try, cancel := context.WithTimeout(ctx, time.Second)
-		reply, err := nc.RequestWithContext(try, RegisterSubject, b)
-		cancel()
-		if err == nil {
-			if len(reply.Data) > 0 {
-				if string(reply.Data) == clusterFull {
-					return errClusterFull
-				}
-				return fmt.Errorf("the master refused slave %s: %s", opt.Name, reply.Data)
-			}
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%w on %s within %s (is `master run` with cluster.nats_url = %s running?)", errNoMaster, opt.URL, opt.JoinTimeout, opt.URL)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// StageConfig turns an assignment into the stage it describes.
-func StageConfig(a *messages.Assign) (pipeline.StageConfig, error) {
-	units, err := rbm.ParseUnits(a.Units)
-	if err != nil {
-		return pipeline.StageConfig{}, err
-	}
-	middle, err := rbm.ParseMiddle(a.Middle)
-	if err != nil {
-		return pipeline.StageConfig{}, err
-	}
-	return pipeline.StageConfig{
-		Index: a.RBM, Visible: a.Visible, Hidden: a.Hidden, Units: units,
-		Epochs: a.Epochs, BatchSize: a.BatchSize, K: a.K, CDK: a.CDK, Middle: middle,
-		LearningRate: [2]float64{a.LearningRate.Initial, a.LearningRate.Final},
-		Momentum:     [2]float64{a.Momentum.Initial, a.Momentum.Final},
-		WeightDecay:  a.WeightDecay, Seed: a.Seed,
-	}, nil
-}
-
-// errDrained stops the stage at a window boundary when the slave is asked to
-// stop: by a signal or by the master.
-var errDrained = errors.New("stopping: checkpoint taken")
-
-func trainAssigned(ctx context.Context, nc *nats.Conn, ctlMsgs <-chan messages.Message, a *messages.Assign, opt SlaveOptions) error {
-	log := opt.Logger.With("rbm", a.RBM, "run", a.RunID)
-	cfg, err := StageConfig(a)
-	if err != nil {
-		return fmt.Errorf("assignment: %w", err)
-	}
-	report := reportSubject(a.RunID, opt.Name)
-	send := func(m messages.Message) error {
-		parts, err := messages.EncodeParts(m, int(nc.MaxPayload()), uint64(time.Now().UnixNano()))
-		if err != nil {
-			return err
-		}
-		for _, p := range parts {
-			if err := nc.Publish(report, p); err != nil && !disconnected(nc, err) {
-				return err
-			}
-		}
-		return nil
-	}
-	fail := func(err error) error {
-		send(&messages.Error{RunID: a.RunID, RBM: a.RBM, Text: err.Error()})
-		nc.Flush()
-		return err
-	}
-	log.Info("assigned", "visible", a.Visible, "hidden", a.Hidden, "upstream", a.Upstream, "downstream", a.Downstream, "resume", a.Resume)
-
-	life, endLife := context.WithCancel(context.Background())
-	defer endLife()
-
-	st := pipeline.NewStage(cfg)
-	var start uint64
-	if a.Resume {
-		c, err := waitCheckpoint(ctx, ctlMsgs, a, cfg, opt.JoinTimeout)
-		if err != nil {
-			return fail(err)
-		}
-		if c.Windows > 0 {
-			if st, err = pipeline.RestoreStage(cfg, stageStateOf(c)); err != nil {
-				return fail(err)
-			}
-			start = uint64(c.Windows)
-		}
-		log.Info("resuming", "window", start, "batches", st.Stats().Batches)
-	}
-
-	in, err := NewReceiver(nc, a.RunID, a.Upstream, a.RBM-1, opt.Name, a.Visible, a.Credits)
-	if err != nil {
-		return fail(err)
-	}
-	in.Checkpointing(a.CheckpointEvery > 0)
-	if a.Resume {
-		in.StartAt(start)
-	}
-	var out *Sender
-	var outSender pipeline.Sender
-	if a.Downstream != "" {
-		if out, err = NewSender(nc, a.RunID, opt.Name, a.RBM, a.Downstream); err != nil {
-			return fail(err)
-		}
-		defer out.Stop()
-		if a.Resume {
-			out.StartAt(start)
-		}
-		outSender = out
-	}
-
-	var mu sync.Mutex
-	latest := st.Stats()
-	status := func() *messages.Status {
-		mu.Lock()
-		s := latest
-		mu.Unlock()
-		m := &messages.Status{
-			RunID: a.RunID, RBM: a.RBM, Slave: opt.Name, State: wireState(s.State),
-			Epoch: s.Epoch, Batches: s.Batches, ReconError: s.LastRecon, ReconErrors: s.Recon,
-			BusySeconds: s.Busy.Seconds(), WaitSeconds: (s.WaitInput + s.WaitCredit).Seconds(),
-			BytesIn: uint64(in.Stats().Bytes),
-		}
-		if out != nil {
-			m.BytesOut = uint64(out.Stats().Bytes)
-		}
-		return m
-	}
-
-	// A signal or the master's stop drains the stage: it stops at the next
-	// window boundary with a checkpoint, or after a grace period wherever it
-	// waits.
-	train, stopTraining := context.WithCancel(context.Background())
-	defer stopTraining()
-	var draining atomic.Bool
-	var stopReason atomic.Value
-	drain := func(reason error) {
-		if draining.CompareAndSwap(false, true) {
-			stopReason.Store(reason)
-			if in.Waiting() {
-				stopTraining() // idle between windows: stop now
-			} else {
-				time.AfterFunc(drainGrace, stopTraining)
-			}
-		}
-	}
-	acked := make(chan uint64, 16)
-	finished := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			drain(ctx.Err())
-		case <-life.Done():
-		}
-	}()
-	go func() {
-		for {
-			var m messages.Message
-			select {
-			case m = <-ctlMsgs:
-			case <-life.Done():
-				return
-			}
-			switch m := m.(type) {
-			case *messages.Stop:
-				if m.RunID != "" && m.RunID != a.RunID {
-					continue
-				}
-				select {
-				case <-finished:
-				default:
-					close(finished)
-				}
-				drain(ErrStopped)
-			case *messages.Assign:
-				if m.RunID != a.RunID || m.RBM != a.RBM {
-					continue
-				}
-				if m.Upstream != a.Upstream {
-					log.Info("new upstream", "slave", m.Upstream)
-					a.Upstream = m.Upstream
-					in.Relink(m.Upstream)
-				}
-				if out != nil && m.Downstream != a.Downstream && m.Downstream != "" {
-					log.Info("new downstream", "slave", m.Downstream)
-					a.Downstream = m.Downstream
-					out.Relink(m.Downstream)
-				}
-			case *messages.CheckpointAck:
-				if m.RunID == a.RunID && m.RBM == a.RBM {
-					in.SetDurable(m.Windows)
-					select {
-					case acked <- m.Windows:
-					default:
-					}
-				}
-			}
-		}
-	}()
-
-	lastCheckpoint := -1
-	checkpoint := func(st *pipeline.Stage) error {
-		if st.Windows() == lastCheckpoint {
-			return nil
-		}
-		lastCheckpoint = st.Windows()
-		return send(checkpointOf(a.RunID, cfg, st.Snapshot()))
-	}
-	var lastBusy time.Duration
-	hooks := pipeline.Hooks{
-		Window: func(s pipeline.Stats) {
-			mu.Lock()
-			latest = s
-			mu.Unlock()
-			if opt.afterWindow != nil {
-				opt.afterWindow(s.Busy-lastBusy, in)
-				lastBusy = s.Busy
-			}
-
-		},
-		AfterWindow: func(st *pipeline.Stage) error {
-			if opt.WindowDelay > 0 {
-				time.Sleep(opt.WindowDelay)
-			}
-			if c := a.CheckpointEvery; (c > 0 && st.Windows()%c == 0) || draining.Load() {
-				if err := checkpoint(st); err != nil {
-					return fmt.Errorf("send checkpoint: %w", err)
-				}
-			}
-			if draining.Load() {
-				return errDrained
-			}
-			return nil
-		},
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(opt.StatusEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				send(status())
-			}
-		}
-	}()
-	err = pipeline.RunStage(train, st, in, outSender, hooks)
-	close(done)
-	wg.Wait()
-	if err != nil {
-		if !draining.Load() {
-			log.Error("training failed", "error", err)
-			return fail(err)
-		}
-		// Stopped on request: leave a checkpoint if the stage stands at a
-		// window whose middle result was handed on, and wait (briefly) for
-		// the master to store it.
-		if out == nil || out.Sent() == uint64(st.Windows()) {
-			if err := checkpoint(st); err == nil {
-				waitAck(acked, uint64(st.Windows()), drainGrace)
-			}
-		}
-		reason := stopReason.Load().(error)
-		send(&messages.Error{RunID: a.RunID, RBM: a.RBM, Text: fmt.Sprintf("%s%v (at window %d)", StoppedPrefix, reason, st.Windows())})
-		nc.Flush()
-		log.Warn("stopped", "reason", reason, "window", st.Windows())
-		return reason
-	}
-	if ls := in.Stats(); ls.Rejected > 0 || ls.Duplicates > 0 || ls.Gaps > 0 {
-		log.Warn("link anomalies", "rejected", ls.Rejected, "duplicates", ls.Duplicates, "gaps", ls.Gaps, "resends", ls.Resends)
-	}
-	if out != nil {
-		if n := out.Stats().Resent; n > 0 {
-			log.Info("windows sent again on request", "windows", n)
-		}
-	}
-	s := st.Stats()
-	r := st.RBM()
-	final := status()
-	w := &messages.Weights{
-		RunID: a.RunID, RBM: a.RBM, Visible: r.Visible, Hidden: r.Hidden, W: r.W, A: r.A, B: r.B,
-		ReconErrors: s.Recon, Batches: s.Batches, BusySeconds: s.Busy.Seconds(),
-		WaitSeconds: (s.WaitInput + s.WaitCredit).Seconds(), BytesIn: final.BytesIn, BytesOut: final.BytesOut,
-	}
-	// Until the master says the run is complete, report the status (so that
-	// the master knows the slave alive), resend the weights now and then (a
-	// NATS restart may have dropped them), and keep the middle results for
-	// a replacement of the slave above.
-	t := time.NewTicker(opt.StatusEvery)
-	defer t.Stop()
-	deadline := time.After(opt.FinishTimeout)
-	var weightsSent time.Time
-	for {
-		if err := send(final); err != nil {
-			return err
-		}
-		if time.Since(weightsSent) >= weightsEvery {
-			if err := send(w); err != nil {
-				return fmt.Errorf("send weights: %w", err)
-			}
-			weightsSent = time.Now()
-		}
-		nc.Flush()
-		select {
-		case <-finished:
-			log.Info("done", "batches", s.Batches, "busy_seconds", s.Busy.Seconds())
-			return nil
-		case <-ctx.Done():
-			return nil // the weights are sent; nothing to checkpoint
-		case <-deadline:
-			log.Warn("the master did not confirm the end of the run; leaving", "waited", opt.FinishTimeout)
-			return nil
-		case <-t.C:
-		}
-	}
-}
-
-// StoppedPrefix starts the Error text of a slave that stopped on request
-// (a signal, or the master), after leaving a checkpoint when it could: to
-// the master it is a lost slave to replace, not a failed run.
-const StoppedPrefix = "stopped: "
-
-// drainGrace bounds how long a slave asked to stop waits for a window
-// boundary, and then for its checkpoint to be stored.
-const drainGrace = 3 * time.Second
-
-// weightsEvery is how often a finished slave sends its weights again until
-// the master confirms the end of the run.
-const weightsEvery = 5 * time.Second
-
-// readControl reassembles the messages of the control subject.
-func readControl(ctx context.Context, ctl *nats.Subscription, out chan<- messages.Message) {
-	reasm := messages.NewReassembler(messages.ReassemblerConfig{MaxTotal: 1 << 30, MaxBytes: 2 << 30})
-	for {
-		msg, err := ctl.NextMsgWithContext(ctx)
-		if err != nil {
-			return
-		}
-		payload, err := reasm.Add(msg.Data)
-		if err != nil || payload == nil {
-			continue
-		}
-		m, err := messages.Decode(payload)
-		if err != nil {
-			continue
-		}
-		select {
-		case out <- m:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// waitCheckpoint waits for the checkpoint a resumed slave starts from.
-func waitCheckpoint(ctx context.Context, ctl <-chan messages.Message, a *messages.Assign, cfg pipeline.StageConfig, timeout time.Duration) (*messages.Checkpoint, error) {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for {
-		select {
-		case m := <-ctl:
-			switch m := m.(type) {
-			case *messages.Checkpoint:
-				if err := m.Check(a.RunID, a.RBM, cfg.Visible, cfg.Hidden); err != nil {
-					return nil, fmt.Errorf("checkpoint to resume from: %w", err)
-				}
-				return m, nil
-			case *messages.Stop:
-				return nil, ErrStopped
-			}
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-t.C:
-			return nil, fmt.Errorf("assigned rbm %d to resume, but no checkpoint came within %s", a.RBM, timeout)
-		}
-	}
-}
-
-// waitAck waits up to d for the master to confirm the checkpoint at windows.
-func waitAck(acked <-chan uint64, windows uint64, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		select {
-		case w := <-acked:
-			if w >= windows {
-				return true
-			}
-		case <-t.C:
-			return false
-		}
-	}
-}
-
-var (
-	wireState  = protocol.WireState
-	localState = protocol.LocalState
-)

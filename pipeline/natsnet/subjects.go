@@ -1,45 +1,88 @@
-// Package natsnet carries the pipelined schedule over NATS: links between
-// stages with credit-based flow control, the slave that trains one RBM, the
-// master's side of the cluster (registration, assignment, collection), and an
-// embedded nats-server for the no-setup default. It is the only package that
-// imports nats.go.
+// Package natsnet carries pipedbn's protocol (pipeline/protocol) over NATS:
+// it drives the master's and the slaves' state machines from NATS
+// subscriptions, a clock and their training goroutines, keeps the
+// checkpoints in a JetStream object store, and starts an embedded
+// nats-server for the no-setup default. It is the only package that imports
+// nats.go.
 //
 // Subjects are keyed by the identity of their publisher, so that a server
 // can allow each participant to publish on its own subjects only:
 //
-//	pipedbn.register                     slave -> master   Register (request/reply)
-//	pipedbn.ctl.<slave>                  master -> slave   Assign, Stop
-//	pipedbn.data.<run>.<producer>        producer -> consumer   Chunk..., EndOfStream
+//	pipedbn.register                     slave -> master   Register
+//	pipedbn.ctl.<slave>                  master -> slave   Admission, Assign, Checkpoint, CheckpointAck, Stop
+//	pipedbn.data.<run>.<producer>        producer -> consumer   Chunk, EndOfStream
 //	pipedbn.credit.<run>.<consumer>      consumer -> producer   Credit
-//	pipedbn.report.<run>.<slave>         slave -> master   Status, Weights, Error
+//	pipedbn.report.<run>.<slave>         slave -> master   Status, Checkpoint, Weights, Error
 //
 // The master is the producer of RBM_1's input, under the name "master".
+// Every message travels in fragments of at most the server's maximum
+// payload (messages.EncodeParts).
 package natsnet
 
 import (
-	"fmt"
-	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // MasterName is the producer name of the data windows the master feeds to RBM_1.
-const MasterName = "master"
+const MasterName = protocol.MasterName
 
 // RegisterSubject is where slaves announce themselves.
 const RegisterSubject = "pipedbn.register"
+
+// CheckName reports whether name can name a slave (or a run): 1 to 64
+// letters, digits, '_' or '-', since it becomes a NATS subject token.
+var CheckName = protocol.CheckName
 
 func ctlSubject(slave string) string            { return "pipedbn.ctl." + slave }
 func dataSubject(run, producer string) string   { return "pipedbn.data." + run + "." + producer }
 func creditSubject(run, consumer string) string { return "pipedbn.credit." + run + "." + consumer }
 func reportSubject(run, slave string) string    { return "pipedbn.report." + run + "." + slave }
-func reportWildcard(run string) string          { return "pipedbn.report." + run + ".*" }
 
-var tokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// CheckName reports whether name can name a slave (or a run): 1 to 64
-// letters, digits, '_' or '-', since it becomes a NATS subject token.
-func CheckName(name string) error {
-	if !tokenRE.MatchString(name) || name == MasterName {
-		return fmt.Errorf("name %q: want 1-64 letters, digits, '_' or '-' (and not %q)", name, MasterName)
+// subjectOf is where an envelope of run goes.
+func subjectOf(run string, e protocol.Envelope) string {
+	switch e.Msg.(type) {
+	case *messages.Register:
+		return RegisterSubject
+	case *messages.Chunk, *messages.EndOfStream:
+		return dataSubject(run, e.From)
+	case *messages.Credit:
+		return creditSubject(run, e.From)
 	}
-	return nil
+	if e.From == MasterName {
+		return ctlSubject(e.To)
+	}
+	return reportSubject(run, e.From)
+}
+
+// family is a kind of subject: who may send what on it.
+type family struct {
+	name  string
+	kinds []messages.Kind
+}
+
+var (
+	registers = family{"register", []messages.Kind{messages.KindRegister}}
+	controls  = family{"ctl", []messages.Kind{messages.KindAdmission, messages.KindAssign, messages.KindCheckpoint, messages.KindCheckpointAck, messages.KindStop}}
+	windows   = family{"data", []messages.Kind{messages.KindChunk, messages.KindEndOfStream}}
+	credits   = family{"credit", []messages.Kind{messages.KindCredit}}
+	reports   = family{"report", []messages.Kind{messages.KindStatus, messages.KindCheckpoint, messages.KindWeights, messages.KindError}}
+)
+
+func (f family) allows(k messages.Kind) bool { return slices.Contains(f.kinds, k) }
+
+// sender names the sender of a message that arrived on subject: the last
+// token of the subject, the master on a control subject, the name in a
+// registration.
+func (f family) sender(subject string, m messages.Message) string {
+	switch f.name {
+	case "ctl":
+		return MasterName
+	case "register":
+		return m.(*messages.Register).Name
+	}
+	return subject[strings.LastIndexByte(subject, '.')+1:]
 }

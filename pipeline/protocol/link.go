@@ -297,6 +297,10 @@ func (c *Consumer) gap(now time.Duration) []Envelope {
 	return []Envelope{c.grant(now, true)}
 }
 
+// Reject counts something the transport dropped on this link before it
+// became a message: a fragment or payload that could not be read.
+func (c *Consumer) Reject(reason messages.RejectReason) { c.stats.Rejected.Add(reason) }
+
 // Ready reports whether a window is waiting to be trained.
 func (c *Consumer) Ready() bool { return len(c.queue) > 0 }
 

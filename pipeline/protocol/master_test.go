@@ -817,13 +817,48 @@ func TestMasterSlaveStoppedByItsSignalIsLost(t *testing.T) {
 	r := newMasterRig(t, 2, 1, 2, nil)
 	r.start()
 	r.at(1).recv("s2", r.status(2, "s2", 1))
-	wantShape(t, "Error(stopped)", r.recv("s1", &messages.Error{RunID: "r1", Incarnation: 2, RBM: 1, Stopped: true, Text: "interrupt (at window 0)"}).Messages, "")
+	// It is lost at once, not after LostAfter of silence.
+	out := r.recv("s1", &messages.Error{RunID: "r1", Incarnation: 2, RBM: 1, Stopped: true, Text: "interrupt (at window 0)"})
 	r.wantRunning()
-	out := r.tick()
 	wantStops(t, out.Messages, "declared lost", "s1")
 	if len(out.Respawn) != 1 || out.Respawn[0].Slave != "s1" {
 		t.Fatalf("Respawn = %+v; want s1", out.Respawn)
 	}
+}
+
+// Without checkpoints a stopped slave cannot be replaced: the run fails at
+// once, naming it.
+func TestMasterSlaveStoppedWithoutCheckpoints(t *testing.T) {
+	t.Parallel()
+	r := newMasterRig(t, 2, 1, 0, nil)
+	r.start()
+	r.recv("s1", &messages.Error{RunID: "r1", Incarnation: 2, RBM: 1, Stopped: true, Text: "interrupt (at window 0)"})
+	done, err := r.m.Done()
+	if !done || !errors.Is(err, ErrSlaveLost) || !strings.Contains(err.Error(), "slave s1 (rbm 1) stopped") {
+		t.Fatalf("Done() = %v, %v; want the run failed with ErrSlaveLost naming s1", done, err)
+	}
+}
+
+// A slave of an earlier incarnation of the master (it outlived a crash of
+// the master) is stopped when it speaks, unless its name has registered
+// with this incarnation: the stop would then reach the new process too.
+func TestMasterStopsSlavesOfEarlierIncarnations(t *testing.T) {
+	t.Parallel()
+	r := newMasterRig(t, 2, 1, 2, nil)
+	old := r.status(1, "old", 3)
+	old.Incarnation = 1
+	out := r.recv("old", old)
+	wantShape(t, "a stale status", out.Messages, "old stop")
+	if st := out.Messages[0].Msg.(*messages.Stop); st.RunID != "r1" || st.Incarnation != 1 || st.Reason != "the master restarted" {
+		t.Fatalf("stop %+v; want one for r1#1, the slave's own incarnation, saying the master restarted", *st)
+	}
+	r.start()
+	stale := r.status(1, "s1", 3)
+	stale.Incarnation = 1
+	wantShape(t, "a stale status of a registered name", r.recv("s1", stale).Messages, "")
+	later := r.status(1, "x", 3)
+	later.Incarnation = 3
+	wantShape(t, "a status of a later incarnation", r.recv("x", later).Messages, "")
 }
 
 func TestMasterInterrupt(t *testing.T) {

@@ -152,6 +152,27 @@ func (s *Slave) OutputStats() LinkStats {
 	return s.down.Stats()
 }
 
+// Links returns the run the slave trains in and its current neighbours:
+// the producer of its input and the consumer of its middle results ("" for
+// none). A transport subscribes to what they send.
+func (s *Slave) Links() (run Run, upstream, downstream string) {
+	if s.in != nil {
+		upstream = s.in.Producer()
+	}
+	if s.down != nil {
+		downstream = s.down.Consumer()
+	}
+	return s.run, upstream, downstream
+}
+
+// Rejected counts something the transport dropped on the slave's input
+// link before it became a message (see Consumer.Reject).
+func (s *Slave) Rejected(reason messages.RejectReason) {
+	if s.in != nil {
+		s.in.Reject(reason)
+	}
+}
+
 func (s *Slave) send(to string, m messages.Message) {
 	s.out.Messages = append(s.out.Messages, Envelope{From: s.cfg.Name, To: to, Msg: m})
 }
@@ -552,7 +573,7 @@ func (s *Slave) stopped(now time.Duration, m *messages.Stop) {
 	case training:
 		s.startDrain(now, fmt.Errorf("%w: %s", ErrStopped, m.Reason))
 	case finished:
-		s.log.Info("done", "batches", s.stats.Batches, "busy_seconds", s.stats.Busy.Seconds())
+		s.log.Info("done", "batches", s.stats.Batches, "busy_seconds", s.stats.Busy.Seconds(), "master", m.Reason)
 		s.exit(nil)
 	}
 }

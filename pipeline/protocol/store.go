@@ -129,6 +129,23 @@ func ReadStored(ctx context.Context, store Store, runID string, visible, hidden 
 	return s, nil
 }
 
+// LoadCheckpoint reads the checkpoint name from store.
+func LoadCheckpoint(ctx context.Context, store Store, name string) (*messages.Checkpoint, error) {
+	b, err := store.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := messages.Decode(b)
+	if err != nil {
+		return nil, err
+	}
+	cp, ok := msg.(*messages.Checkpoint)
+	if !ok {
+		return nil, fmt.Errorf("%s in %s holds a %s", name, store.Where(), msg.Kind())
+	}
+	return cp, nil
+}
+
 // MemStore is a Store in memory: it survives the loss of any slave, not a
 // restart of the process that holds it.
 type MemStore struct {

@@ -1,0 +1,214 @@
+package natsnet
+
+import (
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/nats-io/nats.go"
+
+	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
+)
+
+// tickEvery is how often a node runs its state machine's timers.
+const tickEvery = 20 * time.Millisecond
+
+// delivery is what a subscription hands its node's loop: a message, or the
+// rejection of input that could not be read.
+type delivery struct {
+	env      protocol.Envelope
+	rejected bool
+	reason   messages.RejectReason
+	size     int
+}
+
+// endpoint is one node's (the master's or a slave's) connection to the
+// others: it publishes envelopes in fragments, and reassembles, decodes
+// and checks what arrives on its subscriptions into its inbox, which the
+// node's loop reads alone.
+type endpoint struct {
+	nc    *nats.Conn
+	self  string
+	log   hclog.Logger
+	start time.Time
+	inbox chan delivery
+	done  chan struct{} // closed by close: subscriptions stop delivering
+
+	nextID uint64 // of the next message's fragments; the loop's alone
+
+	mu    sync.Mutex
+	subs  map[string]*nats.Subscription // every subscription, by subject
+	links map[string]bool               // the subjects of links, which follow moves
+
+	bytesIn, bytesOut atomic.Uint64 // of windows
+	queued            atomic.Int64  // bytes in the inbox
+}
+
+func newEndpoint(nc *nats.Conn, self string, log hclog.Logger) *endpoint {
+	return &endpoint{
+		nc: nc, self: self, log: log, start: time.Now(),
+		inbox: make(chan delivery, 64), done: make(chan struct{}),
+		nextID: rand.Uint64(), subs: map[string]*nats.Subscription{}, links: map[string]bool{},
+	}
+}
+
+// now is the node's time: the state machines' clock.
+func (ep *endpoint) now() time.Duration { return time.Since(ep.start) }
+
+// subscribe delivers what arrives on subject, of family f, to the inbox.
+func (ep *endpoint) subscribe(subject string, f family) error {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if ep.subs[subject] != nil {
+		return nil
+	}
+	var re messages.Reassembler // callbacks of one subscription run one at a time
+	sub, err := ep.nc.Subscribe(subject, func(msg *nats.Msg) { ep.receive(&re, f, msg) })
+	if err != nil {
+		return err
+	}
+	if f.name != windows.name {
+		// Reports carry checkpoints and weights of several slaves at once;
+		// windows are bounded by credits instead.
+		if err := sub.SetPendingLimits(-1, -1); err != nil {
+			return err
+		}
+	}
+	ep.subs[subject] = sub
+	return nil
+}
+
+// follow subscribes to exactly the link subjects want (a slave's input and
+// its consumer's credits), leaving its other subscriptions alone.
+func (ep *endpoint) follow(want map[string]family) error {
+	ep.mu.Lock()
+	for subject := range ep.links {
+		if _, ok := want[subject]; !ok {
+			ep.subs[subject].Unsubscribe()
+			delete(ep.subs, subject)
+			delete(ep.links, subject)
+		}
+	}
+	ep.mu.Unlock()
+	for subject, f := range want {
+		if err := ep.subscribe(subject, f); err != nil {
+			return err
+		}
+		ep.mu.Lock()
+		ep.links[subject] = true
+		ep.mu.Unlock()
+	}
+	return nil
+}
+
+// receive reassembles a fragment, and hands a complete message of a kind
+// its subject may carry to the inbox. On a window subject, what cannot be
+// read is handed on as a rejection, for the slave's counts.
+func (ep *endpoint) receive(re *messages.Reassembler, f family, msg *nats.Msg) {
+	if f.name == windows.name {
+		ep.bytesIn.Add(uint64(len(msg.Data)))
+	}
+	payload, err := re.Add(msg.Data)
+	if payload == nil && err == nil {
+		return // a part of a message, or a duplicate
+	}
+	var m messages.Message
+	if err == nil {
+		m, err = messages.Decode(payload)
+	}
+	if err == nil && !f.allows(m.Kind()) {
+		err = errors.New("a " + m.Kind().String() + " on a " + f.name + " subject")
+		ep.reject(f, msg.Subject, messages.RejectForeign, err)
+		return
+	}
+	if err != nil {
+		ep.reject(f, msg.Subject, messages.ReasonOf(err), err)
+		return
+	}
+	ep.deliver(delivery{env: protocol.Envelope{From: f.sender(msg.Subject, m), To: ep.self, Msg: m}, size: len(payload)})
+}
+
+func (ep *endpoint) reject(f family, subject string, reason messages.RejectReason, err error) {
+	ep.log.Debug("dropped unreadable input", "subject", subject, "reason", reason, "error", err)
+	if f.name == windows.name {
+		ep.deliver(delivery{rejected: true, reason: reason})
+	}
+}
+
+func (ep *endpoint) deliver(d delivery) {
+	ep.queued.Add(int64(d.size))
+	select {
+	case ep.inbox <- d:
+	case <-ep.done:
+		ep.queued.Add(-int64(d.size))
+	}
+}
+
+// take notes that the loop took d from the inbox.
+func (ep *endpoint) take(d delivery) { ep.queued.Add(-int64(d.size)) }
+
+// pending returns the bytes received and not yet taken by the loop.
+func (ep *endpoint) pending() int {
+	n := int(ep.queued.Load())
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	for _, s := range ep.subs {
+		if _, b, err := s.Pending(); err == nil {
+			n += b
+		}
+	}
+	return n
+}
+
+// bytes returns the window bytes received and sent.
+func (ep *endpoint) bytes() (in, out uint64) { return ep.bytesIn.Load(), ep.bytesOut.Load() }
+
+// send publishes e, of run, in fragments. A message that cannot go out now
+// (the connection is down) is dropped: the protocol sends again what
+// matters.
+func (ep *endpoint) send(run string, e protocol.Envelope) {
+	subject := subjectOf(run, e)
+	maxPart := int(ep.nc.MaxPayload())
+	if maxPart <= messages.FragmentHeaderSize {
+		maxPart = 1 << 20
+	}
+	ep.nextID++
+	parts, err := messages.EncodeParts(e.Msg, maxPart, ep.nextID)
+	if err != nil {
+		ep.log.Error("cannot encode a message", "message", e.String(), "error", err)
+		return
+	}
+	_, window := e.Msg.(*messages.Chunk)
+	for _, p := range parts {
+		if err := ep.nc.Publish(subject, p); err != nil {
+			if !disconnected(ep.nc, err) {
+				ep.log.Warn("cannot publish", "subject", subject, "error", err)
+			}
+			return
+		}
+		if window {
+			ep.bytesOut.Add(uint64(len(p)))
+		}
+	}
+}
+
+// disconnected reports whether err is the connection being down.
+func disconnected(nc *nats.Conn, err error) bool {
+	return errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionReconnecting) ||
+		errors.Is(err, nats.ErrReconnectBufExceeded) || !nc.IsConnected()
+}
+
+// close ends every subscription.
+func (ep *endpoint) close() {
+	close(ep.done)
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	for subject, s := range ep.subs {
+		s.Unsubscribe()
+		delete(ep.subs, subject)
+	}
+}
