@@ -118,69 +118,18 @@ func dimsString(dims []int) string {
 }
 
 func readIDX(r io.Reader, want expect) (*IDX, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var src io.Reader = br
-	gz := false
-	if head, _ := br.Peek(2); len(head) == 2 && head[0] == 0x1f && head[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, streamErr(true, "gzip header", err)
-		}
-		defer zr.Close()
-		src, gz = zr, true
-		want.size = -1 // the file size says nothing about the decompressed size
-	}
-	short := "" // qualifies byte counts found in a short stream
-	if gz {
-		short = " (decompressed)"
-	}
-
-	magic, err := readData(src, 4, want.size)
+	src, gz, done, err := decompress(r, &want)
 	if err != nil {
-		if err != io.EOF {
-			return nil, streamErr(gz, "read magic", err)
-		}
-		if len(magic) == 0 {
-			return nil, formatf("empty file%s, want IDX magic %s", short, want.wantMagic())
-		}
-		return nil, formatf("file holds %d bytes%s, too short for the 4-byte IDX magic %s", len(magic), short, want.wantMagic())
+		return nil, err
 	}
-	m := binary.BigEndian.Uint32(magic)
-	if magic[0] != 0 || magic[1] != 0 {
-		return nil, formatf("bad magic 0x%08x, want %s: not an IDX file", m, want.wantMagic())
-	}
-	typ, ndims := magic[2], int(magic[3])
-	if typ != TypeUint8 {
-		return nil, formatf("magic 0x%08x: unsupported type code 0x%02x (%s), want 0x%02x (uint8)", m, typ, typeName(typ), TypeUint8)
-	}
-	if ndims < want.minDims || ndims > want.maxDims {
-		return nil, formatf("magic 0x%08x declares %d dims, want %s", m, ndims, want.wantMagic())
-	}
-
-	raw, err := readData(src, 4*int64(ndims), want.size-4)
+	defer done()
+	short := decompressed(gz)
+	h, err := readHeader(src, gz, want)
 	if err != nil {
-		if err != io.EOF {
-			return nil, streamErr(gz, "read dims", err)
-		}
-		return nil, formatf("magic declares %d dims (%d header bytes) but the file%s ends after %d of them", ndims, 4*ndims, short, len(raw))
+		return nil, err
 	}
-	dims := make([]int, ndims)
-	for i := range dims {
-		dims[i] = int(binary.BigEndian.Uint32(raw[4*i:]))
-	}
-	total := int64(1) // product of all dims
-	nonzero := int64(1)
-	for _, d := range dims {
-		// No overflow: nonzero stays <= MaxIDXBytes before each step and d < 1<<32.
-		total *= int64(d)
-		if d != 0 {
-			nonzero *= int64(d)
-		}
-		if nonzero > MaxIDXBytes {
-			return nil, formatf("dims %s exceed the %d-byte limit of an IDX file", dimsString(dims), int64(MaxIDXBytes))
-		}
-	}
-	header := int64(4 + 4*ndims)
+	typ, dims, total := h.typ, h.dims, h.total
+	header := int64(4 + 4*len(dims))
 	avail := int64(-1)
 	if want.size >= 0 {
 		avail = want.size - header
@@ -212,6 +161,90 @@ func readIDX(r io.Reader, want expect) (*IDX, error) {
 		return nil, formatf("trailing garbage: %s%d bytes%s %s", more, extra, short, after)
 	}
 	return &IDX{Type: typ, Dims: dims, Data: data}, nil
+}
+
+// decompress returns the stream to decode from r: r itself, or its
+// decompression when it starts with the gzip magic 1f 8b (then want.size,
+// which would describe the compressed bytes, becomes unknown). done releases
+// the decompressor.
+func decompress(r io.Reader, want *expect) (src io.Reader, gz bool, done func(), err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if head, _ := br.Peek(2); len(head) != 2 || head[0] != 0x1f || head[1] != 0x8b {
+		return br, false, func() {}, nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, true, nil, streamErr(true, "gzip header", err)
+	}
+	want.size = -1 // the file size says nothing about the decompressed size
+	return zr, true, func() { zr.Close() }, nil
+}
+
+// decompressed qualifies the byte counts found in a short stream.
+func decompressed(gz bool) string {
+	if gz {
+		return " (decompressed)"
+	}
+	return ""
+}
+
+// idxHeader is an IDX file's element type and dims, read and checked.
+type idxHeader struct {
+	typ   byte
+	dims  []int
+	total int64 // the product of dims: the elements of the data section
+}
+
+// readHeader reads and checks the magic and dims at the start of src (the
+// decompressed stream if gz).
+func readHeader(src io.Reader, gz bool, want expect) (idxHeader, error) {
+	short := decompressed(gz)
+	magic, err := readData(src, 4, want.size)
+	if err != nil {
+		if err != io.EOF {
+			return idxHeader{}, streamErr(gz, "read magic", err)
+		}
+		if len(magic) == 0 {
+			return idxHeader{}, formatf("empty file%s, want IDX magic %s", short, want.wantMagic())
+		}
+		return idxHeader{}, formatf("file holds %d bytes%s, too short for the 4-byte IDX magic %s", len(magic), short, want.wantMagic())
+	}
+	m := binary.BigEndian.Uint32(magic)
+	if magic[0] != 0 || magic[1] != 0 {
+		return idxHeader{}, formatf("bad magic 0x%08x, want %s: not an IDX file", m, want.wantMagic())
+	}
+	typ, ndims := magic[2], int(magic[3])
+	if typ != TypeUint8 {
+		return idxHeader{}, formatf("magic 0x%08x: unsupported type code 0x%02x (%s), want 0x%02x (uint8)", m, typ, typeName(typ), TypeUint8)
+	}
+	if ndims < want.minDims || ndims > want.maxDims {
+		return idxHeader{}, formatf("magic 0x%08x declares %d dims, want %s", m, ndims, want.wantMagic())
+	}
+
+	raw, err := readData(src, 4*int64(ndims), want.size-4)
+	if err != nil {
+		if err != io.EOF {
+			return idxHeader{}, streamErr(gz, "read dims", err)
+		}
+		return idxHeader{}, formatf("magic declares %d dims (%d header bytes) but the file%s ends after %d of them", ndims, 4*ndims, short, len(raw))
+	}
+	dims := make([]int, ndims)
+	for i := range dims {
+		dims[i] = int(binary.BigEndian.Uint32(raw[4*i:]))
+	}
+	total := int64(1) // product of all dims
+	nonzero := int64(1)
+	for _, d := range dims {
+		// No overflow: nonzero stays <= MaxIDXBytes before each step and d < 1<<32.
+		total *= int64(d)
+		if d != 0 {
+			nonzero *= int64(d)
+		}
+		if nonzero > MaxIDXBytes {
+			return idxHeader{}, formatf("dims %s exceed the %d-byte limit of an IDX file", dimsString(dims), int64(MaxIDXBytes))
+		}
+	}
+	return idxHeader{typ: typ, dims: dims, total: total}, nil
 }
 
 // streamErr wraps a read error with ctx. A gzip stream that is cut off or

@@ -44,7 +44,7 @@ func TestLoadIDX(t *testing.T) {
 		{name: "gzip named raw", gz: true, imgs: "i.idx", lbl: "l.idx", wantN: 5},
 		{name: "limit", limit: 2, imgs: "i", lbl: "l", wantN: 2},
 		{name: "limit gzip", gz: true, limit: 3, imgs: "i", lbl: "l", wantN: 3},
-		{name: "limit above n", limit: 100, imgs: "i", lbl: "l", wantN: 5},
+		{name: "limit n", limit: 5, imgs: "i", lbl: "l", wantN: 5},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -92,6 +92,10 @@ func TestLoadIDXErrors(t *testing.T) {
 			wantErr: []string{"labels file LBLS: cannot open: no such file or directory"}},
 		{name: "negative limit", imgs: goodImgs, lbls: goodLbls, limit: -1,
 			wantErr: []string{"IMGS: limit -1, want >= 0"}},
+		// A limit is never silently capped: data.train_limit: 70000 on
+		// Fashion-MNIST's 60000 is a mistake worth reporting.
+		{name: "limit above n", imgs: goodImgs, lbls: goodLbls, limit: 6,
+			wantErr: []string{"load IMGS: limit 6, want <= 5, the examples the file holds (0 = all examples)"}},
 		{name: "bad magic", format: true, lbls: goodLbls,
 			imgs:    func(*testing.T) []byte { return []byte("<html>not found</html>") },
 			wantErr: []string{"images file IMGS: bad magic 0x3c68746d, want 0x00000803"}},
@@ -173,8 +177,8 @@ func TestLoadIDXDirectory(t *testing.T) {
 func TestLoadIDXDir(t *testing.T) {
 	t.Parallel()
 	train, test := SyntheticPair(3, 40, 20, 9, 4)
-	// Only the test set shows label 9: Classes must cover both sets.
-	test.Labels[0], test.Classes = 9, 10
+	// Only the test set shows label 4: Classes must cover both sets.
+	test.Labels[0], test.Classes = 4, 5
 
 	write := func(t *testing.T, dir string, s *Set, imgs, lbls string, gz bool) {
 		t.Helper()
@@ -211,8 +215,8 @@ func TestLoadIDXDir(t *testing.T) {
 			if gtrain.N != 30 || gtest.N != 20 || gtrain.Dim != 9 || gtest.Dim != 9 {
 				t.Errorf("LoadIDXDir() sizes train %dx%d test %dx%d; want 30x9 20x9", gtrain.N, gtrain.Dim, gtest.N, gtest.Dim)
 			}
-			if gtrain.Classes != 10 || gtest.Classes != 10 {
-				t.Errorf("LoadIDXDir() Classes train %d test %d; want 10 10", gtrain.Classes, gtest.Classes)
+			if gtrain.Classes != 5 || gtest.Classes != 5 {
+				t.Errorf("LoadIDXDir() Classes train %d test %d; want 5 5", gtrain.Classes, gtest.Classes)
 			}
 			if gtrain.Name != "mine train" || gtest.Name != "mine test" {
 				t.Errorf("LoadIDXDir() names %q %q; want %q %q", gtrain.Name, gtest.Name, "mine train", "mine test")
@@ -327,5 +331,122 @@ func TestFashionMNIST(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// labelled returns a set of len(labels) examples of 4 pixels with these
+// labels.
+func labelled(labels ...uint8) *Set {
+	s := &Set{N: len(labels), Dim: 4, Labels: labels, X: make([]float32, 4*len(labels))}
+	for i := range s.X {
+		s.X[i] = float32(i%5) / 4
+	}
+	return s
+}
+
+// Labels must fit the classes: Fashion-MNIST's 10, or for any IDX pair
+// classes numbered 0..C-1 that some example shows, so that a stray label
+// 200 cannot make a 201-class classifier. The error names the file, the
+// first bad label's index and value, and the allowed range.
+func TestIDXLabelRange(t *testing.T) {
+	t.Parallel()
+	fourClasses := labelled(0, 1, 2, 3, 3, 2)
+	for _, tt := range []struct {
+		name        string
+		fmnist      bool // load with FashionMNIST, else LoadIDXDir
+		train, test *Set
+		wantClasses int      // when no error is wanted
+		wantErr     []string // TRAIN and TEST stand for the labels files' paths
+	}{
+		{name: "fashion-mnist 200 and 250", fmnist: true,
+			train: labelled(0, 1, 9, 200, 4, 250), test: fourClasses,
+			wantErr: []string{"fashion-mnist train set: labels file TRAIN: label[3] = 200, want 0..9 (fashion-mnist has 10 classes)"}},
+		{name: "fashion-mnist 10 in test", fmnist: true,
+			train: fourClasses, test: labelled(5, 10, 11),
+			wantErr: []string{"fashion-mnist test set: labels file TEST: label[1] = 10, want 0..9 (fashion-mnist has 10 classes)"}},
+		// A subset of Fashion-MNIST that shows some classes is still a
+		// 10-class problem.
+		{name: "fashion-mnist subset", fmnist: true, train: fourClasses, test: labelled(1, 2), wantClasses: 10},
+		{name: "idx stray labels", train: labelled(0, 1, 2, 200, 3, 250), test: fourClasses,
+			wantErr: []string{"idx train set: labels file TRAIN: label[3] = 200, want 0..3 (no example has label 4; the classes must be numbered 0..C-1)"}},
+		{name: "idx stray in test", train: fourClasses, test: labelled(3, 0, 9),
+			wantErr: []string{"idx test set: labels file TEST: label[2] = 9, want 0..3 (no example has label 4; the classes must be numbered 0..C-1)"}},
+		{name: "idx numbered from 1", train: labelled(1, 2, 3, 4), test: labelled(4, 1),
+			wantErr: []string{"idx train set: labels file TRAIN: label[0] = 1, want 0..C-1 (no example has label 0)"}},
+		// A class only the test set shows is a class.
+		{name: "idx class only in test", train: fourClasses, test: labelled(4, 0), wantClasses: 5},
+		{name: "idx 256 classes", train: labelled(seq256()...), test: labelled(255, 0), wantClasses: 256},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			if err := WriteIDXFiles(dir, tt.train, TrainImagesFile, TrainLabelsFile, false); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteIDXFiles(dir, tt.test, TestImagesFile+".gz", TestLabelsFile+".gz", true); err != nil {
+				t.Fatal(err)
+			}
+			load := func() (*Set, *Set, error) { return LoadIDXDir(dir, "idx", 0, 0) }
+			if tt.fmnist {
+				load = func() (*Set, *Set, error) { return FashionMNIST(dir, 0, 0) }
+			}
+			train, test, err := load()
+			if tt.wantErr == nil {
+				if err != nil {
+					t.Fatalf("load error %q; want none", err)
+				}
+				if train.Classes != tt.wantClasses || test.Classes != tt.wantClasses {
+					t.Errorf("Classes train %d test %d; want %d", train.Classes, test.Classes, tt.wantClasses)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("load = %d classes, no error; want error %q", train.Classes, tt.wantErr)
+			}
+			r := strings.NewReplacer("TRAIN", filepath.Join(dir, TrainLabelsFile), "TEST", filepath.Join(dir, TestLabelsFile+".gz"))
+			for i, w := range tt.wantErr {
+				tt.wantErr[i] = r.Replace(w)
+			}
+			checkErr(t, err, tt.wantErr...)
+			if !errors.Is(err, ErrFormat) {
+				t.Errorf("errors.Is(%q, ErrFormat) = false; want true", err)
+			}
+		})
+	}
+}
+
+func seq256() []uint8 {
+	b := make([]uint8, 256)
+	for i := range b {
+		b[i] = uint8(i)
+	}
+	return b
+}
+
+// IDXDirSizes reads only the headers: it counts the examples of a set
+// without loading it.
+func TestIDXDirSizes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	train, test := SyntheticPair(1, 30, 7, 9, 3)
+	if err := WriteIDXFiles(dir, train, TrainImagesFile+".gz", TrainLabelsFile+".gz", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteIDXFiles(dir, test, TestImagesFile, TestLabelsFile, false); err != nil {
+		t.Fatal(err)
+	}
+	if n, m, err := IDXDirSizes(dir); err != nil || n != 30 || m != 7 {
+		t.Errorf("IDXDirSizes() = %d, %d, %v; want 30, 7, nil", n, m, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, TestImagesFile), []byte("<html>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := IDXDirSizes(dir)
+	if err == nil || !errors.Is(err, ErrFormat) {
+		t.Fatalf("IDXDirSizes() with a bad test images file: error %v; want ErrFormat", err)
+	}
+	checkErr(t, err, "images file "+filepath.Join(dir, TestImagesFile)+": bad magic")
+	if _, _, err := IDXDirSizes(t.TempDir()); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("IDXDirSizes(empty folder) error %v; want fs.ErrNotExist", err)
 	}
 }
