@@ -1,7 +1,8 @@
 // Package config is pipedbn's one typed, validated configuration: defaults in
 // one place, then the YAML file, then PIPEDBN_* environment variables, then
 // --set overrides, then one Validate pass that reports every problem at once
-// with its key and value. It is the only package that imports viper.
+// with its key, its value and, unless the file set it, where the value came
+// from. It is the only package that imports viper.
 package config
 
 import (
@@ -45,10 +46,11 @@ type Data struct {
 	// (Debian's dataset-fashion-mnist).
 	Dir string `mapstructure:"dir"`
 	// TrainLimit keeps the first N training examples; 0 keeps all (for
-	// synthetic data, 0 means SyntheticTrain).
+	// synthetic data, 0 means SyntheticTrain). It may not exceed the
+	// examples of an IDX training set.
 	TrainLimit int `mapstructure:"train_limit"`
 	// TestLimit keeps the first N test examples; 0 keeps all (synthetic:
-	// SyntheticTest).
+	// SyntheticTest). It may not exceed the examples of an IDX test set.
 	TestLimit int `mapstructure:"test_limit"`
 }
 
@@ -105,11 +107,13 @@ type Pretrain struct {
 	// Middle is what a slave streams as its middle result: probabilities or
 	// samples. Default probabilities.
 	Middle rbm.Middle `mapstructure:"middle"`
-	// LearningRate goes from 0.015 to 0.002 by default (the paper's Table 1).
+	// LearningRate goes from 0.015 to 0.002 by default (the paper's Table
+	// 1); both in (0, MaxLearningRate].
 	LearningRate Schedule `mapstructure:"learning_rate"`
-	// Momentum goes from 0.5 to 0.9 by default.
+	// Momentum goes from 0.5 to 0.9 by default; both in [0, 1).
 	Momentum Schedule `mapstructure:"momentum"`
-	// WeightDecay is the L2 penalty on weights (not biases). Default 0.0002.
+	// WeightDecay is the L2 penalty on weights (not biases), in [0, 1).
+	// Default 0.0002.
 	WeightDecay float64 `mapstructure:"weight_decay"`
 }
 
@@ -124,7 +128,8 @@ type Cluster struct {
 	JoinTimeout time.Duration `mapstructure:"join_timeout"`
 	// CPUsPerWorker caps every worker (the greedy trainer, or each slave) at
 	// this many CPUs, fractions allowed (0.5: half a core), emulating a
-	// cluster of equal machines on one box; 0 means no cap.
+	// cluster of equal machines on one box; 0 means no cap. At most
+	// MaxCPUsPerWorker.
 	CPUsPerWorker float64 `mapstructure:"cpus_per_worker"`
 	// Colocate puts all local slaves in one CPU group of CPUsPerWorker CPUs
 	// instead of one group each: pipelined pre-training on one machine (the
@@ -165,14 +170,15 @@ type Finetune struct {
 	Epochs int `mapstructure:"epochs"`
 	// BatchSize is the mini-batch size. Default 128.
 	BatchSize int `mapstructure:"batch_size"`
-	// LearningRate of SGD. Default 0.1.
+	// LearningRate of SGD, in (0, MaxLearningRate]. Default 0.1.
 	LearningRate float64 `mapstructure:"learning_rate"`
-	// Momentum of SGD. Default 0.9.
+	// Momentum of SGD, in [0, 1). Default 0.9.
 	Momentum float64 `mapstructure:"momentum"`
 	// LearningRateFinal, when > 0, is the learning rate of the last epoch,
-	// reached linearly; 0 keeps LearningRate. Default 0.
+	// reached linearly, in (0, MaxLearningRate]; 0 keeps LearningRate.
+	// Default 0.
 	LearningRateFinal float64 `mapstructure:"learning_rate_final"`
-	// WeightDecay is the L2 penalty on weights. Default 0.
+	// WeightDecay is the L2 penalty on weights, in [0, 1). Default 0.
 	WeightDecay float64 `mapstructure:"weight_decay"`
 	// Validation is the fraction of the training examples (the last ones)
 	// held out to pick the best epoch; 0 keeps the last epoch. Default 0.1.

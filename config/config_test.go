@@ -110,6 +110,16 @@ func TestEveryKeyHasADefault(t *testing.T) {
 	if knownKey("pretrain.speed") || !knownKey("pretrain.learning_rate") {
 		t.Error("knownKey: sections and unknown keys misjudged")
 	}
+	// Every key's value is checked before decoding.
+	kinds := keyKinds()
+	if len(kinds) != len(Keys()) {
+		t.Errorf("keyKinds() has %d keys; want the %d of Keys()", len(kinds), len(Keys()))
+	}
+	for _, k := range Keys() {
+		if kind, ok := kinds[k]; !ok || kind == kindOther {
+			t.Errorf("key %s: kind %v, %v; want a checked kind", k, kind, ok)
+		}
+	}
 }
 
 // finetune.average_last defaults to 0 and must lie in [0, finetune.epochs],
@@ -154,8 +164,8 @@ func TestBadEnumValues(t *testing.T) {
 		{"mode case", "pretrain: {mode: Greedy}\n", [2]string{}, "", "pretrain.mode", `"Greedy"`},
 		{"mode number", "pretrain: {mode: 1}\n", [2]string{}, "", "pretrain.mode", "1"},
 		{"mode list", "pretrain: {mode: [greedy]}\n", [2]string{}, "", "pretrain.mode", "[greedy]"},
-		{"middle env", "", [2]string{"PIPEDBN_PRETRAIN_MIDDLE", "guesses"}, "", "pretrain.middle", `"guesses"`},
-		{"transport set", "", [2]string{}, "cluster.transport=pigeon", "cluster.transport", `"pigeon"`},
+		{"middle env", "", [2]string{"PIPEDBN_PRETRAIN_MIDDLE", "guesses"}, "", "pretrain.middle", `"guesses" (from env PIPEDBN_PRETRAIN_MIDDLE)`},
+		{"transport set", "", [2]string{}, "cluster.transport=pigeon", "cluster.transport", `"pigeon" (from --set cluster.transport)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -138,7 +138,7 @@ func (e enum) names() string {
 // check reports a Problem unless c's value of the key is one of its values.
 func (e enum) check(c *Config) *Problem {
 	if v := e.get(c); !slices.Contains(e.values, v) {
-		return &Problem{e.key, v.String(), "must be one of " + e.names()}
+		return &Problem{Key: e.key, Value: v.String(), Reason: "must be one of " + e.names()}
 	}
 	return nil
 }
@@ -146,7 +146,7 @@ func (e enum) check(c *Config) *Problem {
 // decodeEnums replaces the value of every enum key in v by the typed value
 // it spells, which UnmarshalExact then assigns as it is, and returns a
 // Problem for each value that spells none. A key whose section is not a
-// map has no value here; decoding reports that section.
+// map has no value here; checkValues reports that section.
 func decodeEnums(v *viper.Viper) Problems {
 	var ps Problems
 	for _, e := range enums {
@@ -169,7 +169,7 @@ func decodeEnums(v *viper.Viper) Problems {
 			if _, ok := raw.(string); !ok && strings.ContainsAny(fmt.Sprint(raw), "\n\r") {
 				shown = strconv.Quote(fmt.Sprint(raw)) // one line
 			}
-			ps = append(ps, Problem{e.key, shown, "must be one of " + e.names()})
+			ps = append(ps, Problem{Key: e.key, Value: shown, Reason: "must be one of " + e.names()})
 			v.Set(e.key, e.fallback)
 			continue
 		}

@@ -64,6 +64,16 @@ func fuzzSeeds(t testing.TB) map[string]loadSeed {
 		"set-value-newline":  {"name: ok\n", "pretrain.epochs=[\n"},
 		"set-key-newline":    {"name: ok\n", "bo\ngus=1"},
 		"set-string-for-int": {"name: ok\n", "pretrain.epochs=\"a\nb\""},
+		// Issue 13: wrong types, unknown keys among other problems, absurd
+		// values.
+		"float-for-int":        {"pretrain:\n  epochs: 1.7\ndbn:\n  layers: [784, 2.5, abc, [1]]\n", ""},
+		"set-float-for-int":    {"name: ok\n", "finetune.batch_size=12.5"},
+		"unknown-among-others": {"bogus: 1\npretrain: {epochs: 0, lerning_rate: 0.1}\n", "cluster.speed=2"},
+		"huge-rate":            {"pretrain:\n  learning_rate: {initial: 1e308}\n  weight_decay: 1\n", ""},
+		"duration-number":      {"cluster:\n  join_timeout: 60\n  colocate: 2\n", ""},
+		"negative-seed":        {"seed: -1\n", ""},
+		"vary-not-maps":        {"sweep:\n  vary: [1, {key: pretrain.epochs, values: [1]}]\n", ""},
+		"set-section-map":      {"name: ok\n", "pretrain.learning_rate={initial: -1}"},
 	}
 	var files []string
 	for _, pattern := range []string{"../configs/*.yaml", "../experiments/*.yaml"} {

@@ -8,18 +8,53 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/pipedbn/pipedbn/data"
 )
 
-// Problem is one invalid value: its key, the value found and what is wrong.
+// Problem is one invalid value: its key, the value found, where the value
+// came from and what is wrong.
 type Problem struct {
-	Key    string
-	Value  any
+	// Key is the key at fault (dbn.layers[1] for an item of a list), or ""
+	// for a problem with no key: a --set that is not key=value, or an
+	// environment variable that names no key (Source names it).
+	Key string
+	// Value is the value found.
+	Value any
+	// Source is where the value came from: "" for the config file (or a
+	// Config built in code), "env PIPEDBN_<KEY>", "--set <key>" or
+	// "default".
+	Source string
+	// Reason says what is wrong, or what the value must be.
 	Reason string
 }
 
+// String is one line: "key = value: reason", with " (from env
+// PIPEDBN_X)", " (from --set key)" or " (default)" after the value unless it
+// came from the config file.
 func (p Problem) String() string {
-	return fmt.Sprintf("%s = %v: %s", p.Key, format(p.Value), p.Reason)
+	var s string
+	switch {
+	case p.Key == "" && p.Source == "":
+		s = p.Reason
+	case p.Key == "":
+		s = p.Source + ": " + p.Reason
+	default:
+		s = fmt.Sprintf("%s = %v", p.Key, format(p.Value))
+		switch p.Source {
+		case "":
+		case "default":
+			s += " (default)"
+		default:
+			s += " (from " + p.Source + ")"
+		}
+		s += ": " + p.Reason
+	}
+	// Keys and values may hold line breaks; the report stays one line.
+	return lineBreaks.Replace(s)
 }
+
+var lineBreaks = strings.NewReplacer("\n", `\n`, "\r", `\r`)
 
 func format(v any) any {
 	if s, ok := v.(string); ok {
@@ -39,12 +74,23 @@ func (ps Problems) Error() string {
 	return strings.Join(parts, "; ")
 }
 
+// Bounds of values that would otherwise be absurd.
+const (
+	// MaxLearningRate bounds every learning rate: rates are in (0, 10].
+	MaxLearningRate = 10
+	// MaxCPUsPerWorker bounds cluster.cpus_per_worker.
+	MaxCPUsPerWorker = 4096
+)
+
 // Validate checks every value and reports all problems at once (a Problems
-// error), or nil.
+// error), or nil. Every float must be finite; learning rates are in
+// (0, MaxLearningRate], momenta and weight decays in [0, 1). A data
+// limit must not exceed the examples of the IDX files it limits (their
+// headers are read).
 func (c *Config) Validate() error {
 	var ps Problems
 	bad := func(key string, val any, reason string, args ...any) {
-		ps = append(ps, Problem{key, val, fmt.Sprintf(reason, args...)})
+		ps = append(ps, Problem{Key: key, Value: val, Reason: fmt.Sprintf(reason, args...)})
 	}
 	oneOf := func(key, val string, allowed ...string) {
 		if !slices.Contains(allowed, val) {
@@ -62,9 +108,11 @@ func (c *Config) Validate() error {
 			bad(key, val, "must be >= %d", min)
 		}
 	}
-	positive := func(key string, val float64) {
-		if math.IsNaN(val) || math.IsInf(val, 0) || val <= 0 {
-			bad(key, val, "must be a finite number > 0")
+	// Each test is written !(in range) so that NaN, for which every
+	// comparison is false, is refused too: every float must be finite.
+	rate := func(key string, val float64, note string) {
+		if !(val > 0 && val <= MaxLearningRate) {
+			bad(key, val, "must be in (0, %g]%s", float64(MaxLearningRate), note)
 		}
 	}
 	fraction := func(key string, val float64) {
@@ -91,6 +139,18 @@ func (c *Config) Validate() error {
 	}
 	atLeast("data.train_limit", c.Data.TrainLimit, 0)
 	atLeast("data.test_limit", c.Data.TestLimit, 0)
+	if (c.Data.Source == FashionMNIST || c.Data.Source == IDX) && (c.Data.TrainLimit > 0 || c.Data.TestLimit > 0) {
+		// Only the headers are read; a bad file is reported when the data
+		// is loaded.
+		if train, test, err := data.IDXDirSizes(c.Data.Dir); err == nil {
+			if c.Data.TrainLimit > train {
+				bad("data.train_limit", c.Data.TrainLimit, "must be at most %d, the examples of the training set in %s (0 keeps all)", train, c.Data.Dir)
+			}
+			if c.Data.TestLimit > test {
+				bad("data.test_limit", c.Data.TestLimit, "must be at most %d, the examples of the test set in %s (0 keeps all)", test, c.Data.Dir)
+			}
+		}
+	}
 
 	if len(c.DBN.Layers) < 2 {
 		bad("dbn.layers", c.DBN.Layers, "needs at least 2 sizes (visible, then hidden): one RBM per adjacent pair")
@@ -109,13 +169,11 @@ func (c *Config) Validate() error {
 	atLeast("pretrain.k_batches", p.KBatches, 1)
 	atLeast("pretrain.cd_k", p.CDK, 1)
 	enumOK("pretrain.middle")
-	positive("pretrain.learning_rate.initial", p.LearningRate.Initial)
-	positive("pretrain.learning_rate.final", p.LearningRate.Final)
+	rate("pretrain.learning_rate.initial", p.LearningRate.Initial, "")
+	rate("pretrain.learning_rate.final", p.LearningRate.Final, "")
 	fraction("pretrain.momentum.initial", p.Momentum.Initial)
 	fraction("pretrain.momentum.final", p.Momentum.Final)
-	if math.IsNaN(p.WeightDecay) || math.IsInf(p.WeightDecay, 0) || p.WeightDecay < 0 {
-		bad("pretrain.weight_decay", p.WeightDecay, "must be a finite number >= 0")
-	}
+	fraction("pretrain.weight_decay", p.WeightDecay)
 
 	cl := c.Cluster
 	if cl.NatsURL != "" {
@@ -131,8 +189,8 @@ func (c *Config) Validate() error {
 	if cl.JoinTimeout <= 0 {
 		bad("cluster.join_timeout", cl.JoinTimeout, "must be a duration > 0, like 60s")
 	}
-	if math.IsNaN(cl.CPUsPerWorker) || math.IsInf(cl.CPUsPerWorker, 0) || cl.CPUsPerWorker < 0 {
-		bad("cluster.cpus_per_worker", cl.CPUsPerWorker, "must be a finite number >= 0 (0: no cap)")
+	if !(cl.CPUsPerWorker >= 0 && cl.CPUsPerWorker <= MaxCPUsPerWorker) {
+		bad("cluster.cpus_per_worker", cl.CPUsPerWorker, "must be a number of CPUs in [0, %d] (0: no cap)", MaxCPUsPerWorker)
 	}
 	atLeast("cluster.credits", cl.Credits, 1)
 	enumOK("cluster.transport")
@@ -149,14 +207,12 @@ func (c *Config) Validate() error {
 	f := c.Finetune
 	atLeast("finetune.epochs", f.Epochs, 0)
 	atLeast("finetune.batch_size", f.BatchSize, 1)
-	positive("finetune.learning_rate", f.LearningRate)
+	rate("finetune.learning_rate", f.LearningRate, "")
 	fraction("finetune.momentum", f.Momentum)
 	if f.LearningRateFinal != 0 {
-		positive("finetune.learning_rate_final", f.LearningRateFinal)
+		rate("finetune.learning_rate_final", f.LearningRateFinal, " (0: keep finetune.learning_rate)")
 	}
-	if math.IsNaN(f.WeightDecay) || math.IsInf(f.WeightDecay, 0) || f.WeightDecay < 0 {
-		bad("finetune.weight_decay", f.WeightDecay, "must be a finite number >= 0")
-	}
+	fraction("finetune.weight_decay", f.WeightDecay)
 	if !(f.Validation >= 0 && f.Validation < 1) {
 		bad("finetune.validation", f.Validation, "must be a fraction in [0, 1)")
 	}

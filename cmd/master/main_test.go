@@ -108,6 +108,22 @@ func TestBadInput(t *testing.T) {
 		s := data.Synthetic(3, 10, 16, 4)
 		data.WriteIDXFiles(dir, s, "x", data.TrainLabelsFile, false)
 	})
+	// labelsDir writes an IDX data set of 16-pixel examples whose train
+	// labels are these (the test set's are 0..3).
+	labelsDir := func(labels ...uint8) string {
+		dir := t.TempDir()
+		train := &data.Set{N: len(labels), Dim: 16, X: make([]float32, 16*len(labels)), Labels: labels}
+		test := &data.Set{N: 4, Dim: 16, X: make([]float32, 16*4), Labels: []uint8{0, 1, 2, 3}}
+		if err := data.WriteIDXFiles(dir, train, data.TrainImagesFile, data.TrainLabelsFile, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := data.WriteIDXFiles(dir, test, data.TestImagesFile, data.TestLabelsFile, false); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	strayLabels := labelsDir(0, 1, 2, 200, 3, 250)
+	good := writeIDXDir(t, false) // 64 train, 16 test examples
 	badGzip := writeIDXDir(t, true)
 	{
 		p := filepath.Join(badGzip, data.TrainImagesFile+".gz")
@@ -129,7 +145,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"missing file", []string{"--config", filepath.Join(cfgDir, "nope.yaml")}, nil, []string{"nope.yaml", "no such file"}},
 		{"yaml syntax", []string{"--config", write("syntax.yaml", "pretrain: [\n")}, nil, []string{"syntax.yaml", "not valid YAML"}},
-		{"unknown key", []string{"--config", write("unknown.yaml", "bogus: 1\n")}, nil, []string{"unknown.yaml", "unknown key bogus"}},
+		{"unknown key", []string{"--config", write("unknown.yaml", "bogus: 1\n")}, nil, []string{"unknown.yaml", "bogus = 1: unknown key"}},
 		{"unknown nested key", []string{"--config", write("nested.yaml", "pretrain:\n  lerning_rate: 0.1\n")}, nil, []string{"nested.yaml", "pretrain.lerning_rate"}},
 		{"wrong type", []string{"--config", write("type.yaml", "pretrain:\n  epochs: many\n")}, nil, []string{"type.yaml", `pretrain.epochs = "many"`}},
 		{"zero epochs", []string{"--config", write("epochs.yaml", "pretrain:\n  epochs: 0\n")}, nil, []string{"epochs.yaml", "pretrain.epochs = 0", ">= 1"}},
@@ -148,15 +164,50 @@ func TestBadInput(t *testing.T) {
 		{"bad nats url", []string{"--config", write("url.yaml", "cluster:\n  nats_url: localhost\n")}, nil, []string{"url.yaml", `cluster.nats_url = "localhost"`}},
 		{"bad duration", []string{"--config", write("dur.yaml", "cluster:\n  join_timeout: soon\n")}, nil, []string{"dur.yaml", "cluster.join_timeout", "soon"}},
 		{"several problems at once", []string{"--config", write("many.yaml", "pretrain:\n  epochs: 0\n  cd_k: 0\nfinetune:\n  batch_size: 0\n")}, nil, []string{"many.yaml", "pretrain.epochs = 0", "pretrain.cd_k = 0", "finetune.batch_size = 0"}},
-		{"--set unknown key", []string{"--config", write("ok1.yaml", "name: ok\n"), "--set", "pretrain.speed=11"}, nil, []string{"ok1.yaml", "--set pretrain.speed", "unknown key"}},
+		{"--set unknown key", []string{"--config", write("ok1.yaml", "name: ok\n"), "--set", "pretrain.speed=11"}, nil, []string{"ok1.yaml", "pretrain.speed = 11 (from --set pretrain.speed): unknown key"}},
 		{"--set without =", []string{"--config", write("ok2.yaml", "name: ok\n"), "--set", "pretrain.epochs"}, nil, []string{"ok2.yaml", "want key=value"}},
-		{"--set bad value", []string{"--config", write("ok3.yaml", "name: ok\n"), "--set", "pretrain.k_batches=-2"}, nil, []string{"ok3.yaml", "pretrain.k_batches = -2"}},
-		{"env bad value", []string{"--config", write("ok4.yaml", "name: ok\n")}, []string{"PIPEDBN_PRETRAIN_MIDDLE=guesses"}, []string{"ok4.yaml", `pretrain.middle = "guesses"`}},
+		// Issue 13, defect 7a: a value is blamed on where it came from.
+		{"--set bad value", []string{"--config", write("ok3.yaml", "name: ok\n"), "--set", "pretrain.k_batches=-2"}, nil, []string{"ok3.yaml", "pretrain.k_batches = -2 (from --set pretrain.k_batches): must be >= 1"}},
+		{"env bad value", []string{"--config", write("ok4.yaml", "name: ok\n")}, []string{"PIPEDBN_PRETRAIN_MIDDLE=guesses"}, []string{"ok4.yaml", `pretrain.middle = "guesses" (from env PIPEDBN_PRETRAIN_MIDDLE): must be one of`}},
+		{"env and file problems", []string{"--config", write("src.yaml", "pretrain: {cd_k: 0}\n"), "--set", "pretrain.learning_rate={initial: -1}"}, []string{"PIPEDBN_PRETRAIN_EPOCHS=0"},
+			[]string{"src.yaml: ", "pretrain.cd_k = 0: must be >= 1", "pretrain.epochs = 0 (from env PIPEDBN_PRETRAIN_EPOCHS): must be >= 1",
+				"pretrain.learning_rate.initial = -1 (from --set pretrain.learning_rate): must be in (0, 10]"}},
+		// 7b: an unknown key is one problem among the others.
+		{"unknown key among others", []string{"--config", write("unknown2.yaml", "bogus: 1\npretrain: {epochs: 0, lerning_rate: 0.1}\n"), "--set", "cluster.speed=2"}, nil,
+			[]string{"unknown2.yaml", "bogus = 1: unknown key", "pretrain.lerning_rate = 0.1: unknown key (did you mean pretrain.learning_rate?)",
+				"cluster.speed = 2 (from --set cluster.speed): unknown key", "pretrain.epochs = 0: must be >= 1"}},
+		// 7c: a bad list item shows its index and value, never <nil>.
+		{"bad list item", []string{"--config", write("item.yaml", "dbn:\n  layers: [784, abc, 500]\n")}, nil, []string{"item.yaml", `dbn.layers[1] = "abc": must be an integer`}},
+		{"bad list item from env", []string{"--config", write("item2.yaml", "name: ok\n")}, []string{"PIPEDBN_DBN_LAYERS=784,x"}, []string{"item2.yaml", `dbn.layers[1] = "x" (from env PIPEDBN_DBN_LAYERS): must be an integer`}},
+		// 7d: a float is not silently truncated to an integer.
+		{"float epochs", []string{"--config", write("float.yaml", "pretrain:\n  epochs: 1.7\n")}, nil, []string{"float.yaml", "pretrain.epochs = 1.7: must be an integer"}},
+		{"float layer", []string{"--config", write("float2.yaml", "dbn:\n  layers: [784, 2.5]\n")}, nil, []string{"float2.yaml", "dbn.layers[1] = 2.5: must be an integer"}},
+		{"float --set", []string{"--config", write("float3.yaml", "name: ok\n"), "--set", "finetune.batch_size=12.5"}, nil, []string{"float3.yaml", "finetune.batch_size = 12.5 (from --set finetune.batch_size): must be an integer"}},
+		{"negative seed", []string{"--config", write("seed.yaml", "seed: -1\n")}, nil, []string{"seed.yaml", "seed = -1: must be an integer >= 0"}},
+		{"duration without unit", []string{"--config", write("dur2.yaml", "cluster:\n  join_timeout: 60\n")}, nil, []string{"dur2.yaml", "cluster.join_timeout = 60: must be a duration, like 60s"}},
+		{"scalar section", []string{"--config", write("section.yaml", "pretrain: 5\nfinetune: {epochs: -1}\n")}, nil, []string{"section.yaml", "pretrain = 5: must be a map of the keys pretrain.*", "finetune.epochs = -1: must be >= 0"}},
+		// 7e: a limit above the data is an error, not silently capped.
+		{"train_limit above data", []string{"--config", write("limit.yaml", fmt.Sprintf("data: {source: idx, dir: %s, train_limit: 65}\ndbn: {layers: [16, 8]}\n", good))}, nil,
+			[]string{"limit.yaml", "data.train_limit = 65: must be at most 64, the examples of the training set in " + good}},
+		{"test_limit above data", []string{"--config", idxCfg("limit2.yaml", good), "--set", "data.test_limit=17"}, nil,
+			[]string{"limit2.yaml", "data.test_limit = 17 (from --set data.test_limit): must be at most 16, the examples of the test set in " + good}},
+		// 7f: floats are finite and in sane ranges.
+		{"huge learning rate", []string{"--config", write("lr2.yaml", "pretrain:\n  learning_rate: {initial: 1e308}\n")}, nil, []string{"lr2.yaml", "pretrain.learning_rate.initial = 1e+308: must be in (0, 10]"}},
+		{"weight decay 1", []string{"--config", write("wd.yaml", "pretrain:\n  weight_decay: 1\n")}, nil, []string{"wd.yaml", "pretrain.weight_decay = 1: must be in [0, 1)"}},
+		{"infinite finetune rate", []string{"--config", write("lr3.yaml", "finetune:\n  learning_rate: .inf\n")}, nil, []string{"lr3.yaml", "finetune.learning_rate = +Inf: must be in (0, 10]"}},
+		// 7g: a PIPEDBN_* variable that names no key is a problem.
+		{"unknown env", []string{"--config", write("env.yaml", "name: ok\n")}, []string{"PIPEDBN_PRETRAIN_EPOCH=3"}, []string{"env.yaml", "env PIPEDBN_PRETRAIN_EPOCH: names no config key (did you mean PIPEDBN_PRETRAIN_EPOCHS?)"}},
+		{"unknown env section", []string{"--config", write("env2.yaml", "name: ok\n")}, []string{"PIPEDBN_PRETRAIN_LEARNING_RATE=0.1"}, []string{"env2.yaml", "env PIPEDBN_PRETRAIN_LEARNING_RATE: names the section pretrain.learning_rate, not a key"}},
 		{"idx bad magic", []string{"--config", idxCfg("magic.yaml", badMagic)}, nil, []string{data.TrainImagesFile, "magic"}},
 		{"idx truncated", []string{"--config", idxCfg("trunc.yaml", truncated)}, nil, []string{data.TrainImagesFile, "bytes"}},
 		{"idx missing labels", []string{"--config", idxCfg("missing.yaml", missing)}, nil, []string{data.TestLabelsFile}},
 		{"idx count mismatch", []string{"--config", idxCfg("count.yaml", countMismatch)}, nil, []string{data.TrainLabelsFile, "10"}},
 		{"idx corrupt gzip", []string{"--config", idxCfg("gzip.yaml", badGzip)}, nil, []string{data.TrainImagesFile}},
+		// Issue 13, defect 6: labels beyond the classes are refused.
+		{"fashion-mnist labels 200 and 250", []string{"--config", idxCfg("labels.yaml", strayLabels), "--set", "data.source=fashion-mnist"}, nil,
+			[]string{"fashion-mnist train set: labels file " + filepath.Join(strayLabels, data.TrainLabelsFile) + ": label[3] = 200, want 0..9 (fashion-mnist has 10 classes)"}},
+		{"idx labels beyond the classes", []string{"--config", idxCfg("labels2.yaml", strayLabels)}, nil,
+			[]string{"idx train set: labels file " + filepath.Join(strayLabels, data.TrainLabelsFile) + ": label[3] = 200, want 0..3 (no example has label 4"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
