@@ -220,8 +220,9 @@ func TestJoinTimeoutNamesWhoCame(t *testing.T) {
 	t.Parallel()
 	srv, nc := serve(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: "early", JoinTimeout: 5 * time.Second})
+	slaveDone := make(chan error, 1)
+	go func() { slaveDone <- RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: "early", JoinTimeout: 5 * time.Second}) }()
+	defer func() { cancel(); <-slaveDone }() // before serve's cleanup stops the server
 	_, err := NewMaster(nc, nil).Run(ctx, Plan{RunID: "wait", Stages: stageConfigs([]int{4, 3, 2}, 1, 2, 1), Data: make([]float32, 8), N: 2, Credits: 1, JoinTimeout: 1500 * time.Millisecond})
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("1 of 2 slaves joined (early)")) {
 		t.Errorf("Run with one slave of two = %v; want a join timeout naming 'early'", err)
