@@ -11,27 +11,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/data"
+	"github.com/pipedbn/pipedbn/internal/testbin"
 )
 
 var slaveBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "pipedbn-dbn-test")
-	if err != nil {
+	var err error
+	if slaveBin, err = testbin.Build("github.com/pipedbn/pipedbn/cmd/slave"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	slaveBin = filepath.Join(dir, "slave")
-	if out, err := exec.Command("go", "build", "-tags", buildTags(), "-o", slaveBin, "../cmd/slave").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build slave: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // loadConfig writes a config file and loads it with overrides.
@@ -149,15 +142,6 @@ print((np.argmax(h @ d["ft_Wout"] + d["ft_bout"], axis=1) == y).mean())`)
 			}
 		})
 	}
-}
-
-// buildTags builds helper binaries like this test binary: with the pure-Go
-// BLAS under -tags purego, so that their arithmetic is the same.
-func buildTags() string {
-	if blas.Name() == "gonum" {
-		return "purego"
-	}
-	return ""
 }
 
 // TestRunContract runs a small pipelined DBN in the master (transport

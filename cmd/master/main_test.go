@@ -11,26 +11,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/data"
+	"github.com/pipedbn/pipedbn/internal/testbin"
 )
 
 var masterBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "pipedbn-master-test")
-	if err != nil {
+	var err error
+	if masterBin, err = testbin.Build("github.com/pipedbn/pipedbn/cmd/master"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	masterBin = filepath.Join(dir, "master")
-	if out, err := exec.Command("go", "build", "-tags", buildTags(), "-o", masterBin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build master: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // master runs the built binary and returns its exit code and stderr.
@@ -244,13 +237,4 @@ func TestUsage(t *testing.T) {
 			t.Errorf("master %v: stderr = %q; want the usage", args, stderr)
 		}
 	}
-}
-
-// buildTags builds helper binaries like this test binary: with the pure-Go
-// BLAS under -tags purego, so that their arithmetic is the same.
-func buildTags() string {
-	if blas.Name() == "gonum" {
-		return "purego"
-	}
-	return ""
 }

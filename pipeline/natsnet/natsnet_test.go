@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/data"
+	"github.com/pipedbn/pipedbn/internal/testbin"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/rbm"
 )
@@ -29,18 +29,12 @@ import (
 var slaveBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "pipedbn-natsnet-test")
-	if err != nil {
+	var err error
+	if slaveBin, err = testbin.Build("github.com/pipedbn/pipedbn/cmd/slave"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	slaveBin = filepath.Join(dir, "slave")
-	if out, err := exec.Command("go", "build", "-tags", buildTags(), "-o", slaveBin, "../../cmd/slave").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build slave: %v\n%s", err, out)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
 	// Every master, slave, endpoint and embedded server a test started has
 	// ended with it: no goroutine of theirs lives on. Ignored: nats.go
 	// v1.55's object store Put (jetstream/object.go) cleans up its
@@ -221,7 +215,9 @@ func TestJoinTimeoutNamesWhoCame(t *testing.T) {
 	srv, nc := serve(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	slaveDone := make(chan error, 1)
-	go func() { slaveDone <- RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: "early", JoinTimeout: 5 * time.Second}) }()
+	go func() {
+		slaveDone <- RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: "early", JoinTimeout: 5 * time.Second})
+	}()
 	defer func() { cancel(); <-slaveDone }() // before serve's cleanup stops the server
 	_, err := NewMaster(nc, nil).Run(ctx, Plan{RunID: "wait", Stages: stageConfigs([]int{4, 3, 2}, 1, 2, 1), Data: make([]float32, 8), N: 2, Credits: 1, JoinTimeout: 1500 * time.Millisecond})
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("1 of 2 slaves joined (early)")) {
@@ -252,15 +248,6 @@ func TestSpareSlaveIsNotAnError(t *testing.T) {
 			t.Errorf("a slave of a run of %d RBMs with %d slaves: %v; want nil for the spare too", len(cfgs), slaves, err)
 		}
 	}
-}
-
-// buildTags builds helper binaries like this test binary: with the pure-Go
-// BLAS under -tags purego, so that their arithmetic is the same.
-func buildTags() string {
-	if blas.Name() == "gonum" {
-		return "purego"
-	}
-	return ""
 }
 
 // examples returns n rows of dim values in [0,1]: data.Synthetic's noisy
