@@ -63,7 +63,7 @@ func testWeights(visible, hidden int) *Weights {
 // field set (TestRoundTrip checks that), and a few sparse ones.
 func testMessages() []Message {
 	return []Message{
-		&Register{Name: "slave-3", Host: "node07.cluster", CPUs: 4, PID: 41235, Protocol: Version},
+		&Register{Name: "slave-3", Host: "node07.cluster", CPUs: 4, PID: 41235, Protocol: Version, Process: 0x9e3779b97f4a7c15},
 		&Assign{
 			RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, RBMs: 3, Visible: 500, Hidden: 500,
 			Units: UnitsBernoulli, Epochs: 20, BatchSize: 256, K: 10, CDK: 1, Middle: MiddleProbabilities,
@@ -75,7 +75,7 @@ func testMessages() []Message {
 		&EndOfStream{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 1, Epoch: 20, Windows: 480},
 		&Credit{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 1, UpTo: 50, Next: 47, Durable: 40, Resend: true},
 		&Status{
-			RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Slave: "slave-2", State: StateWaitingInput,
+			RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Slave: "slave-2", Process: 0x9e3779b97f4a7c15, State: StateWaitingInput,
 			Epoch: 4, Batches: 801, ReconError: 0.0391, ReconErrors: []float64{0.061, 0.047, 0.042},
 			BusySeconds: 31.5, WaitSeconds: 2.25, BytesIn: 98_000_000, BytesOut: 97_000_000,
 			Rejected: Rejections{RejectCorrupt: 3, RejectForeign: 1, RejectShape: 2, RejectDuplicate: 17, RejectGap: 5, RejectStale: 4},
@@ -85,11 +85,11 @@ func testMessages() []Message {
 		testWeights(7, 5),
 		&Error{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 3, Text: "interrupt (at window 40)", Stopped: true},
 		&Error{RunID: "quickstart-20250101T120000", RBM: 3, Text: "rbm: reconstruction error is NaN at epoch 2"},
-		&Stop{RunID: "quickstart-20250101T120000", Incarnation: 2, Reason: "slave-2 failed"},
+		&Stop{RunID: "quickstart-20250101T120000", Incarnation: 2, Reason: "slave-2 failed", Process: 77},
 		testCheckpoint(6, 4),
 		&Checkpoint{RunID: "quickstart-20250101T120000", RBM: 2},
 		&CheckpointAck{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Windows: 40, Durable: 30},
-		&Admission{Slave: "slave-3", Outcome: Refused, Reason: "name slave-3 is taken"},
+		&Admission{Slave: "slave-3", Outcome: InUse, Reason: "name slave-3 is taken", Process: 12},
 		&Admission{Slave: "slave-4", Outcome: Admitted},
 	}
 }
@@ -212,7 +212,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"json", []byte(`{"kind":"chunk"}`), ErrMagic},
 		{"version 1", edit(func(b []byte) []byte { b[4] = 1; return refresh(b) }), ErrVersion},
 		{"version 2", edit(func(b []byte) []byte { b[4] = 2; return refresh(b) }), ErrVersion},
-		{"version 4", edit(func(b []byte) []byte { b[4] = 4; return refresh(b) }), ErrVersion},
+		{"version 3", edit(func(b []byte) []byte { b[4] = 3; return refresh(b) }), ErrVersion},
+		{"version 5", edit(func(b []byte) []byte { b[4] = 5; return refresh(b) }), ErrVersion},
 		{"version 0", edit(func(b []byte) []byte { b[4] = 0; return refresh(b) }), ErrVersion},
 		{"flipped body bit", edit(func(b []byte) []byte { b[headerSize+20] ^= 1; return b }), ErrChecksum},
 		{"flipped crc bit", edit(func(b []byte) []byte { b[len(b)-1] ^= 0x80; return b }), ErrChecksum},

@@ -19,6 +19,10 @@ type Register struct {
 	PID int
 	// Protocol is the wire Version the slave speaks.
 	Protocol uint16
+	// Process is a number the slave process draws at its start: it tells
+	// the process apart from an earlier one, or a duplicate, of its name
+	// (both read the name's control subject).
+	Process uint64
 }
 
 // Kind returns KindRegister.
@@ -34,6 +38,7 @@ func (m *Register) fields(c *coder) {
 	c.int(&m.CPUs, "cpus")
 	c.int(&m.PID, "pid")
 	c.u16(&m.Protocol, "protocol")
+	c.u64(&m.Process, "process")
 }
 
 // Outcome is the master's decision on a Register, as told in Admission. The
@@ -48,8 +53,11 @@ const (
 	// Full: the master needs no more slaves now.
 	Full
 	// Refused: the master will not take this slave; Admission.Reason says
-	// why (a bad or duplicate name, another protocol version...).
+	// why (a bad name, another protocol version...).
 	Refused
+	// InUse: another live process has this slave's name; Admission.Reason
+	// names it. The slave may try again later (its namesake may be gone).
+	InUse
 	outcomeEnd
 )
 
@@ -57,6 +65,7 @@ var outcomeNames = [...]string{
 	Admitted: "admitted",
 	Full:     "full",
 	Refused:  "refused",
+	InUse:    "in use",
 }
 
 // String returns the outcome's lower-case name, such as "admitted", or
@@ -76,6 +85,9 @@ type Admission struct {
 	Outcome Outcome
 	// Reason says why, for a Refused slave; it may be empty otherwise.
 	Reason string
+	// Process is the Process of the Register it answers: only that
+	// process of the name takes it.
+	Process uint64
 }
 
 // Kind returns KindAdmission.
@@ -92,6 +104,7 @@ func (m *Admission) fields(c *coder) {
 	c.str(&m.Slave, "slave")
 	c.u8((*uint8)(&m.Outcome), "outcome")
 	c.str(&m.Reason, "reason")
+	c.u64(&m.Process, "process")
 }
 
 // Values of Assign.Units.
@@ -233,6 +246,9 @@ type Stop struct {
 	Incarnation uint32
 	// Reason says why, for logs.
 	Reason string
+	// Process, if not 0, is the one process of the slave's name the stop
+	// is for (as in Register); 0 stops every process of the name.
+	Process uint64
 }
 
 // Kind returns KindStop.
@@ -243,4 +259,5 @@ func (m *Stop) validate() error { return nil }
 func (m *Stop) fields(c *coder) {
 	c.run(&m.RunID, &m.Incarnation)
 	c.str(&m.Reason, "reason")
+	c.u64(&m.Process, "process")
 }

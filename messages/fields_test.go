@@ -284,7 +284,7 @@ func TestEnumStrings(t *testing.T) {
 		v    fmt.Stringer
 		want string
 	}{
-		{Admitted, "admitted"}, {Full, "full"}, {Refused, "refused"}, {Outcome(0), "Outcome(0)"}, {outcomeEnd, "Outcome(4)"},
+		{Admitted, "admitted"}, {Full, "full"}, {Refused, "refused"}, {InUse, "in use"}, {Outcome(0), "Outcome(0)"}, {outcomeEnd, "Outcome(5)"},
 		{RejectCorrupt, "corrupt"}, {RejectForeign, "foreign"}, {RejectShape, "shape"},
 		{RejectDuplicate, "duplicate"}, {RejectGap, "gap"}, {RejectStale, "stale"}, {rejectEnd, "RejectReason(6)"},
 	}

@@ -48,6 +48,8 @@ type Status struct {
 	RBM int
 	// Slave is the slave's name.
 	Slave string
+	// Process is the slave process's Process, as in Register.
+	Process uint64
 	// State is what the slave is doing.
 	State State
 	// Epoch is the current epoch.
@@ -86,6 +88,7 @@ func (m *Status) fields(c *coder) {
 	c.run(&m.RunID, &m.Incarnation)
 	c.int(&m.RBM, "rbm")
 	c.str(&m.Slave, "slave")
+	c.u64(&m.Process, "process")
 	c.u8((*uint8)(&m.State), "state")
 	c.int(&m.Epoch, "epoch")
 	c.int(&m.Batches, "batches")

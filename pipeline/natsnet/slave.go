@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"time"
@@ -166,7 +167,8 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 	timing.StatusEvery, timing.FinishTimeout = opt.StatusEvery, opt.FinishTimeout
 	host, _ := os.Hostname()
 	s, err := protocol.NewSlave(protocol.SlaveConfig{
-		Name: opt.Name, Host: host, CPUs: opt.Threads, PID: os.Getpid(), Timing: timing, Bytes: ep.bytes, Logger: log,
+		Name: opt.Name, Host: host, CPUs: opt.Threads, PID: os.Getpid(), Process: rand.Uint64() | 1,
+		Timing: timing, Bytes: ep.bytes, Logger: log,
 	})
 	if err != nil {
 		return fatalError{err}

@@ -128,13 +128,6 @@ type vacancy struct {
 	lostAtBatch int
 }
 
-// joined is a slave that registered: a process, told apart from an
-// earlier one of the same name by its host and process id.
-type joined struct {
-	name, host string
-	cpus, pid  int
-}
-
 // Master is the master's state machine: it waits for slaves, assigns RBM_i
 // to the i-th, streams the data to slave 1, stores the slaves' checkpoints,
 // replaces lost slaves and collects the weights. It is not safe for
@@ -149,7 +142,8 @@ type Master struct {
 	deadline time.Duration
 	err      error
 	offline  bool
-	joined   []joined
+	joined   []joined // every slave process admitted to train, in order
+	spares   []joined // processes waiting to replace a lost slave
 	seats    []*seat // seats[i] is RBM_i's; seats[0] is unused
 	loading  int     // checkpoints being loaded before the run starts
 	starts   []*messages.Checkpoint
@@ -313,7 +307,7 @@ func (m *Master) Receive(now time.Duration, e Envelope) {
 		}
 		return
 	}
-	i, ok := m.reporter(e)
+	i, ok := m.reporter(now, e)
 	if !ok {
 		return
 	}
@@ -357,7 +351,7 @@ func (m *Master) Receive(now time.Duration, e Envelope) {
 // reporter returns the RBM a slave's report is about, if it counts: it
 // must come from the current slave of its RBM, in this run. A lost slave's
 // late words are answered with a stop.
-func (m *Master) reporter(e Envelope) (int, bool) {
+func (m *Master) reporter(now time.Duration, e Envelope) (int, bool) {
 	var id string
 	var inc uint32
 	var i int
@@ -387,6 +381,16 @@ func (m *Master) reporter(e Envelope) (int, bool) {
 		return 0, false
 	}
 	s := m.seats[i]
+	if st, ok := e.Msg.(*messages.Status); ok && s.slave == e.From {
+		if st.Process != s.process.process {
+			// An earlier process of the name, replaced by a new one.
+			m.send(e.From, &messages.Stop{RunID: id, Incarnation: inc, Reason: "replaced by a new process of its name", Process: st.Process})
+			return 0, false
+		}
+		if s.lost != nil && s.replacement == "" && m.phase == running {
+			m.takeBack(now, i)
+		}
+	}
 	if s.slave != e.From || s.lost != nil || !s.assigned {
 		if s.slave != e.From && m.phase == running {
 			m.send(e.From, &messages.Stop{RunID: m.cfg.Run.ID, Incarnation: m.cfg.Run.Incarnation, Reason: "declared lost"})
@@ -505,6 +509,7 @@ func (m *Master) stopSlaves(reason string) {
 			m.send(s.slave, &messages.Stop{RunID: m.cfg.Run.ID, Incarnation: m.cfg.Run.Incarnation, Reason: reason})
 		}
 	}
+	m.stopSpares(reason)
 }
 
 // Interrupt stops a run the master itself was told to stop (SIGINT):

@@ -81,7 +81,7 @@ func (r *masterRig) tick() Output {
 }
 
 func (r *masterRig) register(name string, pid int) Output {
-	return r.recv(name, &messages.Register{Name: name, Host: "h", CPUs: 1, PID: pid, Protocol: messages.Version})
+	return r.recv(name, &messages.Register{Name: name, Host: "h", CPUs: 1, PID: pid, Protocol: messages.Version, Process: uint64(pid)})
 }
 
 // start starts the master at 0 and registers s1..sL (process id 1), and
@@ -110,7 +110,7 @@ func (r *masterRig) status(i int, slave string, batches int) *messages.Status {
 	}
 	return &messages.Status{
 		RunID: testRun.ID, Incarnation: testRun.Incarnation, RBM: i, Slave: slave, State: messages.StateTraining,
-		Batches: batches, Upstream: up, Downstream: down,
+		Batches: batches, Upstream: up, Downstream: down, Process: 1,
 	}
 }
 
@@ -170,17 +170,24 @@ func TestMasterGathersAndAssigns(t *testing.T) {
 	r := newMasterRig(t, 3, 1, 2, nil)
 	r.m.Start(0)
 	wantShape(t, "Start", r.m.Ready().Messages, "")
-	admitted := messages.Admission{Slave: "s1", Outcome: messages.Admitted}
+	admitted := messages.Admission{Slave: "s1", Outcome: messages.Admitted, Process: 1}
 	out := r.register("s1", 1)
 	wantShape(t, "Register(s1)", out.Messages, "s1 admission")
 	if got := msg[*messages.Admission](t, out.Messages, 0); *got != admitted {
 		t.Fatalf("Register(s1) = %+v; want %+v", *got, admitted)
 	}
 	wantShape(t, "Register(s2)", r.register("s2", 1).Messages, "s2 admission")
-	// A repeated registration, and a new process of a joined name, take no
-	// second place.
-	wantShape(t, "Register(s1) again", r.register("s1", 1).Messages, "s1 admission")
-	wantShape(t, "Register(s1) new process", r.register("s1", 7).Messages, "s1 admission")
+	// A repeated registration takes no second place; another process of a
+	// name in use is refused (two slaves started with one name), until the
+	// first falls silent: then it takes its place.
+	wantShape(t, "Register(s1) again", r.at(1).register("s1", 1).Messages, "s1 admission")
+	out = r.at(3.9).register("s1", 7)
+	if got := msg[*messages.Admission](t, out.Messages, 0); got.Outcome != messages.InUse || got.Process != 7 ||
+		got.Reason != "slave s1 is in the run already, on host h (pid 1), and was heard 2.9s ago: give every slave a name of its own" {
+		t.Fatalf("Register(s1, another process) = %+v; want in use, to process 7, naming the holder", *got)
+	}
+	wantShape(t, "Register(s2) again", r.register("s2", 1).Messages, "s2 admission")
+	wantShape(t, "Register(s1) new process after 3s of silence", r.at(4).register("s1", 7).Messages, "s1 admission")
 	r.wantRunning()
 
 	out = r.register("s3", 1)
@@ -192,10 +199,16 @@ func TestMasterGathersAndAssigns(t *testing.T) {
 		t.Fatalf("Observer.Joined saw %v; want %v", r.joined, want)
 	}
 
-	out = r.register("s4", 1)
-	wantShape(t, "Register(s4)", out.Messages, "s4 admission")
+	// Beyond L, up to L spares wait to take over; then the cluster is full.
+	for _, name := range []string{"s4", "s5", "s6"} {
+		out = r.register(name, 1)
+		if got := msg[*messages.Admission](t, out.Messages, 0).Outcome; got != messages.Admitted {
+			t.Fatalf("Register(%s) with 3 of 3 joined: %v; want admitted, as a spare", name, got)
+		}
+	}
+	out = r.register("s7", 1)
 	if got := msg[*messages.Admission](t, out.Messages, 0).Outcome; got != messages.Full {
-		t.Fatalf("Register(s4) with 3 of 3 joined: %v; want full", got)
+		t.Fatalf("Register(s7) with 3 joined and 3 spares: %v; want full", got)
 	}
 	// The process that took s1's place before the run trains RBM_1: a
 	// registration of it is a repeat, not a restart.
@@ -512,7 +525,7 @@ func lostRig(t *testing.T) *masterRig {
 	wantShape(t, "Tick(6s)", r.at(6).tick().Messages, "")
 	r.now++
 	out := r.tick()
-	wantStops(t, out.Messages, "declared lost", "s1")
+	wantShape(t, "loss of s1", out.Messages, "")
 	if want := []Respawn{{RBM: 1, Slave: "s1"}}; !reflect.DeepEqual(out.Respawn, want) {
 		t.Fatalf("loss of s1: Respawn %+v; want %+v", out.Respawn, want)
 	}
@@ -525,10 +538,6 @@ func lostRig(t *testing.T) *masterRig {
 func TestMasterReplacesLostSlave(t *testing.T) {
 	t.Parallel()
 	r := lostRig(t)
-	// The lost slave's late words count for nothing.
-	if out := r.at(6.2).recv("s1", r.status(1, "s1", 4)); len(out.Messages) != 0 || len(r.windows) != 2 {
-		t.Fatalf("a lost slave's status = [%s], %d windows seen; want nothing, 2", describe(out.Messages), len(r.windows))
-	}
 	r.at(6.5).recv("s2", r.status(2, "s2", 2))
 
 	out := r.at(7).register("s3", 1)
@@ -539,8 +548,8 @@ func TestMasterReplacesLostSlave(t *testing.T) {
 	}
 	wantShape(t, "Register(s3) again while loading", r.register("s3", 1).Messages, "s3 admission")
 	out = r.register("s4", 1)
-	if got := msg[*messages.Admission](t, out.Messages, 0).Outcome; got != messages.Full {
-		t.Fatalf("Register(s4) with no vacancy left: %v; want full", got)
+	if got := msg[*messages.Admission](t, out.Messages, 0).Outcome; got != messages.Admitted || len(out.Store) != 0 {
+		t.Fatalf("Register(s4) with no vacancy left: %v, store ops %+v; want admitted as a spare, none", got, out.Store)
 	}
 
 	cp := fakeCheckpoint(r.stage(1), 2, 2)
@@ -572,9 +581,74 @@ func TestMasterReplacesLostSlave(t *testing.T) {
 	wantShape(t, "Register(s3) after its status", r.register("s3", 1).Messages, "s3 admission")
 	// The old slave is told it is lost, now that another holds its RBM.
 	wantStops(t, r.recv("s1", r.status(1, "s1", 4)).Messages, "declared lost", "s1")
-	// The replacement is watched like any slave.
+	// The replacement is watched like any slave; the spare that kept
+	// registering takes over from it once it is lost.
 	r.at(8+5).recv("s2", r.status(2, "s2", 3))
-	wantStops(t, r.at(13.1).tick().Messages, "declared lost", "s3")
+	wantShape(t, "Register(s4) again", r.register("s4", 1).Messages, "s4 admission")
+	out = r.at(13.1).tick()
+	wantShape(t, "loss of s3", out.Messages, "")
+	if want := []StoreOp{get}; !reflect.DeepEqual(out.Store, want) {
+		t.Fatalf("loss of s3 with a spare: store ops %+v; want %+v", out.Store, want)
+	}
+	r.m.Loaded(r.now, get, fakeCheckpoint(r.stage(1), 2, 2), nil)
+	out = r.m.Ready()
+	wantShape(t, "Loaded for the spare", out.Messages, "s4 assign, s4 checkpoint, s2 assign")
+	r.wantAssign(out.Messages[0], 1, "s4", MasterName, "s2", true)
+	// At the end, nobody waits in vain: the slaves and the spares stop.
+}
+
+// A lost slave that speaks again before any replacement came goes on with
+// its RBM; one that speaks after is stopped.
+func TestMasterTakesBackLostSlave(t *testing.T) {
+	t.Parallel()
+	r := lostRig(t)
+	out := r.at(6.2).recv("s1", r.status(1, "s1", 4))
+	wantShape(t, "Status(s1) while lost", out.Messages, "")
+	want := Recovery{RBM: 1, Lost: "s1", Replacement: "s1", Silent: 5*time.Second + 1, LostAtBatch: 3, ResumedAtBatch: 3, ResumedAtWindow: 2}
+	if len(r.recovered) != 1 || r.recovered[0] != want {
+		t.Fatalf("Observer.Recovered saw %+v; want [%+v]", r.recovered, want)
+	}
+	// It is RBM_1's slave again: its reports count, and a newcomer finds
+	// no vacancy but a spare's place.
+	if out := r.at(7).recv("s1", r.status(1, "s1", 5)); len(out.Messages) != 0 || r.windows[len(r.windows)-1].Batches != 5 {
+		t.Fatalf("Status(s1) after its return = [%s], last window %+v; want nothing, 5 batches", describe(out.Messages), r.windows[len(r.windows)-1])
+	}
+	out = r.register("s3", 1)
+	if got := msg[*messages.Admission](t, out.Messages, 0).Outcome; got != messages.Admitted || len(out.Store) != 0 {
+		t.Fatalf("Register(s3) after s1 came back: %v, store ops %+v; want a spare, no load", got, out.Store)
+	}
+	// Lost again, and replaced by the spare: now its words get a stop.
+	r.at(7.5).recv("s2", r.status(2, "s2", 3))
+	r.at(11).register("s3", 1)
+	r.at(12).recv("s2", r.status(2, "s2", 3))
+	out = r.at(12.1).tick()
+	if len(out.Store) != 1 || out.Store[0].Kind != Get || r.m.seats[1].replacement != "s3" {
+		t.Fatalf("second loss of s1: store ops %+v, replacement %q; want the spare s3 loading a checkpoint", out.Store, r.m.seats[1].replacement)
+	}
+	wantShape(t, "Status(s1) while s3 loads", r.recv("s1", r.status(1, "s1", 6)).Messages, "")
+	r.m.Loaded(r.now, out.Store[0], fakeCheckpoint(r.stage(1), 2, 2), nil)
+	wantShape(t, "Loaded", r.m.Ready().Messages, "s3 assign, s3 checkpoint, s2 assign")
+	wantStops(t, r.recv("s1", r.status(1, "s1", 6)).Messages, "declared lost", "s1")
+}
+
+// The status of an earlier process of a slave's name, replaced by a new
+// one, gets a stop of its own process; the current one's counts.
+func TestMasterStopsReplacedProcess(t *testing.T) {
+	t.Parallel()
+	r := lostRig(t)
+	out := r.at(7).register("s1", 2)
+	r.m.Loaded(r.now, out.Store[0], fakeCheckpoint(r.stage(1), 2, 2), nil)
+	r.m.Ready()
+	old := r.status(1, "s1", 4)
+	old.Process = 1
+	out = r.recv("s1", old)
+	wantShape(t, "Status(s1, earlier process)", out.Messages, "s1 stop")
+	if got := msg[*messages.Stop](t, out.Messages, 0); got.Process != 1 {
+		t.Fatalf("stop for the earlier process: %+v; want process 1", *got)
+	}
+	cur := r.status(1, "s1", 2)
+	cur.Process = 2
+	wantShape(t, "Status(s1, current process)", r.recv("s1", cur).Messages, "")
 }
 
 func TestMasterReplacementOfTheSameName(t *testing.T) {
@@ -601,7 +675,7 @@ func TestMasterReplacesTopWithNewName(t *testing.T) {
 	r.at(4).recv("s1", r.status(1, "s1", 1))
 	r.recv("s3", r.status(3, "s3", 1))
 	out := r.at(5.5).tick() // s2 lost; keep 0: no checkpoint to load
-	wantStops(t, out.Messages, "declared lost", "s2")
+	wantShape(t, "loss of s2", out.Messages, "")
 	out = r.at(6).register("s9", 1)
 	wantShape(t, "Register(s9)", out.Messages, "s9 admission, s9 assign, s9 checkpoint, s1 assign, s3 assign")
 	if len(out.Store) != 0 {
@@ -627,10 +701,10 @@ func TestMasterRestartedProcess(t *testing.T) {
 		wantShape string
 		wantGet   bool
 	}{
-		{"new pid, keep 0", false, messages.Register{Name: "s1", Host: "h", PID: 2}, "s1 admission, s1 assign, s1 checkpoint", false},
-		{"new host, keep 0", false, messages.Register{Name: "s1", Host: "h2", PID: 1}, "s1 admission, s1 assign, s1 checkpoint", false},
-		{"new pid, keep 2", true, messages.Register{Name: "s1", Host: "h", PID: 2}, "s1 admission", true},
-		{"the same process", false, messages.Register{Name: "s1", Host: "h", PID: 1}, "s1 admission, s1 assign", false},
+		{"new process, keep 0", false, messages.Register{Name: "s1", Host: "h", PID: 2, Process: 2}, "s1 admission, s1 assign, s1 checkpoint", false},
+		{"new host, keep 0", false, messages.Register{Name: "s1", Host: "h2", PID: 1, Process: 3}, "s1 admission, s1 assign, s1 checkpoint", false},
+		{"new process, keep 2", true, messages.Register{Name: "s1", Host: "h", PID: 2, Process: 2}, "s1 admission", true},
+		{"the same process", false, messages.Register{Name: "s1", Host: "h", PID: 1, Process: 1}, "s1 admission, s1 assign", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -641,12 +715,19 @@ func TestMasterRestartedProcess(t *testing.T) {
 				r.checkpoint(2, "s2", 2)
 			}
 			tc.reg.Protocol = messages.Version
-			out := r.at(2).recv("s1", &tc.reg)
+			restarted := tc.reg.Process != 1
+			if restarted {
+				// Not while s1 is heard from: the newcomer is a namesake.
+				out := r.at(2).recv("s1", &tc.reg)
+				if got := msg[*messages.Admission](t, out.Messages, 0); len(out.Messages) != 1 || got.Outcome != messages.InUse || len(r.lost) != 0 {
+					t.Fatalf("Register 1s after s1's last word = [%s] %+v, lost %v; want in use, nobody lost", describe(out.Messages), *got, r.lost)
+				}
+			}
+			out := r.at(4.5).recv("s1", &tc.reg)
 			wantShape(t, "Register", out.Messages, tc.wantShape)
 			if len(out.Respawn) != 0 {
 				t.Fatalf("Register: Respawn %+v; want none", out.Respawn)
 			}
-			restarted := tc.reg.PID != 1 || tc.reg.Host != "h"
 			if restarted != (len(r.lost) == 1) {
 				t.Fatalf("Observer.Lost saw %v; want s1 lost: %t", r.lost, restarted)
 			}
@@ -680,7 +761,7 @@ func TestMasterCheckpointsOffFailsOnLoss(t *testing.T) {
 	// A restarted process cannot resume either.
 	r = newMasterRig(t, 2, 1, 0, nil)
 	r.start()
-	r.register("s2", 9)
+	r.at(3.5).register("s2", 9) // after 3s of silence: a restart, not a namesake
 	_, err = r.m.Done()
 	r.wantDone(ErrSlaveLost)
 	if want := "slave lost: slave s2 (rbm 2) restarted, and without checkpoints (reliability.checkpoint_every = 0) it cannot resume"; errText(err) != want {
@@ -693,7 +774,9 @@ func TestMasterNoReplacementJoins(t *testing.T) {
 	r := newMasterRig(t, 1, 1, 2, nil)
 	r.start()
 	r.at(5).now++
-	wantStops(t, r.tick().Messages, "declared lost", "s1")
+	if out := r.tick(); len(out.Messages) != 0 || len(out.Respawn) != 1 {
+		t.Fatalf("loss of s1 = [%s], respawn %+v; want nothing sent, s1 respawned", describe(out.Messages), out.Respawn)
+	}
 	r.now += 10 * time.Second
 	r.tick()
 	r.wantRunning()
@@ -715,7 +798,9 @@ func TestMasterConnectionSuspendsLossDetection(t *testing.T) {
 	r.m.Connection(r.now, true)
 	wantShape(t, "Tick(105s)", r.at(105).tick().Messages, "")
 	r.now++
-	wantStops(t, r.tick().Messages, "declared lost", "s1", "s2")
+	if out := r.tick(); len(out.Messages) != 0 || len(r.lost) != 2 {
+		t.Fatalf("Tick(106s) = [%s], lost %v; want s1 and s2 lost, nothing sent", describe(out.Messages), r.lost)
+	}
 }
 
 func TestMasterCompletes(t *testing.T) {
@@ -820,7 +905,7 @@ func TestMasterSlaveStoppedByItsSignalIsLost(t *testing.T) {
 	// It is lost at once, not after LostAfter of silence.
 	out := r.recv("s1", &messages.Error{RunID: "r1", Incarnation: 2, RBM: 1, Stopped: true, Text: "interrupt (at window 0)"})
 	r.wantRunning()
-	wantStops(t, out.Messages, "declared lost", "s1")
+	wantShape(t, "Error(s1, stopped)", out.Messages, "")
 	if len(out.Respawn) != 1 || out.Respawn[0].Slave != "s1" {
 		t.Fatalf("Respawn = %+v; want s1", out.Respawn)
 	}
@@ -1046,15 +1131,19 @@ func TestMasterResumeWithSomeWeights(t *testing.T) {
 func TestMasterFullWhileLoadingAndStopping(t *testing.T) {
 	t.Parallel()
 	// A resumed run waits for its checkpoint with its one slave joined:
-	// another is not needed.
+	// another waits as a spare, and one more is not needed.
 	stored := &Stored{Checkpoints: map[int][]int{1: {2}}}
 	r := newMasterRig(t, 1, 1, 2, func(c *MasterConfig) { c.Stored = stored })
 	r.m.Start(0)
 	r.m.Ready()
 	r.register("s1", 1)
 	out := r.register("s2", 1)
+	if len(out.Messages) != 1 || msg[*messages.Admission](t, out.Messages, 0).Outcome != messages.Admitted {
+		t.Fatalf("Register(s2) while loading with 1 of 1 joined = [%s]; want admitted, a spare", describe(out.Messages))
+	}
+	out = r.register("s3", 1)
 	if len(out.Messages) != 1 || msg[*messages.Admission](t, out.Messages, 0).Outcome != messages.Full {
-		t.Fatalf("Register(s2) while loading with 1 of 1 joined = [%s]; want full", describe(out.Messages))
+		t.Fatalf("Register(s3) with 1 joined and 1 spare = [%s]; want full", describe(out.Messages))
 	}
 
 	// A stopping master needs nobody, and ignores what is not a report.
@@ -1093,7 +1182,7 @@ func TestMasterLateCheckpointOfALostSlave(t *testing.T) {
 	late := r.recv("s2", fakeCheckpoint(r.stage(2), 4, 4)).Store[0]
 	r.at(4).recv("s1", r.status(1, "s1", 4))
 	r.at(6).now++
-	wantStops(t, r.tick().Messages, "declared lost", "s2")
+	wantShape(t, "loss of s2", r.tick().Messages, "")
 	// Stored after the loss: nobody to acknowledge it to, and the older
 	// checkpoint stays, since a replacement may be loading it. The top's
 	// keep point moves; RBM_1's stays bound by floor_2, back at keep_2 = 2

@@ -2,16 +2,32 @@ package protocol
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pipedbn/pipedbn/messages"
 )
 
-// Membership: who may join the run, and as what. Until L slaves have
-// joined, every valid registration is one of them; then only a
-// replacement of a lost slave is taken (or a new process of a current
-// slave's name, which replaces its old one at once); the rest are told the
-// cluster is full.
+// Membership: who may join the run, and as what. A slave is a name and the
+// process that holds it (messages.Register.Process). Until L slaves have
+// joined, every valid registration is one of them; then a registration
+// takes the RBM of a lost slave, or waits as a spare (at most L) that takes
+// over the next one lost; the rest are told the cluster is full. A name
+// held by a live process is refused to any other process of that name (two
+// slaves started with one --name); a new process of a name whose holder
+// fell silent takes its place (a restarted slave).
+
+// joined is a slave process that registered.
+type joined struct {
+	name, host string
+	cpus, pid  int
+	process    uint64
+	seen       time.Duration // its latest registration
+}
+
+func joinedOf(now time.Duration, reg *messages.Register) joined {
+	return joined{reg.Name, reg.Host, reg.CPUs, reg.PID, reg.Process, now}
+}
 
 // known reports whether name has registered with this master.
 func (m *Master) known(name string) bool {
@@ -23,11 +39,17 @@ func (m *Master) known(name string) bool {
 	return false
 }
 
-// register answers a registration: until L slaves have joined (Lens's
-// waitForClients), then from replacements of lost slaves.
+// inUse is how recently a process must have been heard from to hold its
+// name against another process: a few of its registrations or reports.
+func (m *Master) inUse() time.Duration {
+	t := m.cfg.Timing
+	return 3 * max(t.RegisterEvery, t.StatusEvery)
+}
+
+// register answers a registration.
 func (m *Master) register(now time.Duration, from string, reg *messages.Register) {
 	answer := func(o messages.Outcome, reason string) {
-		m.send(reg.Name, &messages.Admission{Slave: reg.Name, Outcome: o, Reason: reason})
+		m.send(reg.Name, &messages.Admission{Slave: reg.Name, Outcome: o, Reason: reason, Process: reg.Process})
 	}
 	if reg.Protocol != messages.Version {
 		answer(messages.Refused, fmt.Sprintf("protocol version %d, the master speaks %d", reg.Protocol, messages.Version))
@@ -37,68 +59,125 @@ func (m *Master) register(now time.Duration, from string, reg *messages.Register
 		answer(messages.Refused, err.Error())
 		return
 	}
-	if i := m.restarted(reg); i > 0 {
-		answer(messages.Admitted, "")
-		m.restart(now, i, reg)
+	if m.phase != gathering && m.phase != running {
+		answer(messages.Full, "")
 		return
 	}
-	if m.current(reg.Name) {
-		answer(messages.Admitted, "") // a repeated registration
-		m.reassign(reg.Name)
-		return
-	}
-	switch m.phase {
-	case gathering:
-		if len(m.joined) >= m.L {
-			answer(messages.Full, "")
-			return
+	if h := m.holder(reg.Name); h != nil {
+		switch {
+		case h.process == reg.Process:
+			h.seen = now
+			answer(messages.Admitted, "") // a repeated registration
+			m.reassign(reg.Name)
+		case now-m.lastHeard(h) < m.inUse():
+			answer(messages.InUse, fmt.Sprintf("slave %s is in the run already, on host %s (pid %d), and was heard %s ago: give every slave a name of its own",
+				reg.Name, h.host, h.pid, (now-m.lastHeard(h)).Round(time.Millisecond)))
+		default:
+			m.log.Warn("a new process took a silent slave's name", "slave", reg.Name, "host", reg.Host, "pid", reg.PID, "silent", (now-m.lastHeard(h)).Round(time.Millisecond))
+			answer(messages.Admitted, "")
+			m.takeName(now, h, reg)
 		}
-		m.join(reg)
+		return
+	}
+	switch i := m.vacancyFor(reg.Name); {
+	case m.phase == gathering && len(m.joined) < m.L:
+		m.join(now, reg)
 		answer(messages.Admitted, "")
 		m.log.Info("slave joined", "slave", reg.Name, "host", reg.Host, "cpus", reg.CPUs, "joined", len(m.joined), "want", m.L)
 		m.maybeRun(now)
-	case running:
-		i := m.vacancyFor(reg.Name)
-		if i == 0 {
-			answer(messages.Full, "")
-			return
-		}
-		m.join(reg)
+	case m.phase == running && i > 0:
+		m.join(now, reg)
 		answer(messages.Admitted, "")
 		m.log.Info("replacement joined", "slave", reg.Name, "host", reg.Host, "rbm", i)
 		m.replace(now, i, reg.Name)
+	case len(m.spares) < m.L:
+		m.spares = append(m.spares, joinedOf(now, reg))
+		answer(messages.Admitted, "")
+		m.log.Info("spare joined: it takes over from the next slave lost", "slave", reg.Name, "host", reg.Host, "spares", len(m.spares))
 	default:
 		answer(messages.Full, "")
 	}
 }
 
-func (m *Master) join(reg *messages.Register) {
-	m.joined = append(m.joined, joined{reg.Name, reg.Host, reg.CPUs, reg.PID})
+func (m *Master) join(now time.Duration, reg *messages.Register) {
+	m.joined = append(m.joined, joinedOf(now, reg))
 	if m.cfg.Observer.Joined != nil {
 		m.cfg.Observer.Joined(reg.Name, reg.Host, reg.CPUs)
 	}
 }
 
-// restarted returns the RBM of the slave whose name a new process
-// registers under once the run is on: the earlier process is lost, and the
-// new one takes over its RBM at once (restart). Before the run starts, the
-// new process simply replaces the earlier one.
-func (m *Master) restarted(reg *messages.Register) int {
+// holder returns the registration of the process that holds name now: one
+// of the slaves gathered, the slave of an RBM (or its replacement), or a
+// spare; nil if none does.
+func (m *Master) holder(name string) *joined {
+	for k := range m.spares {
+		if m.spares[k].name == name {
+			return &m.spares[k]
+		}
+	}
 	if m.phase == gathering {
-		for k, j := range m.joined {
-			if j.name == reg.Name && (j.host != reg.Host || j.pid != reg.PID) {
-				m.joined[k] = joined{reg.Name, reg.Host, reg.CPUs, reg.PID}
+		for k := range m.joined {
+			if m.joined[k].name == name {
+				return &m.joined[k]
 			}
 		}
-		return 0
+		return nil
+	}
+	for _, s := range m.seats[1:] {
+		if (s.lost == nil && s.slave == name) || s.replacement == name {
+			return m.latest(name)
+		}
+	}
+	return nil
+}
+
+// latest returns the latest registration of name.
+func (m *Master) latest(name string) *joined {
+	for k := len(m.joined) - 1; k >= 0; k-- {
+		if m.joined[k].name == name {
+			return &m.joined[k]
+		}
+	}
+	return nil
+}
+
+// lastHeard returns when the process h was last heard from: its latest
+// registration, or the latest report of the RBM it trains.
+func (m *Master) lastHeard(h *joined) time.Duration {
+	heard := h.seen
+	if m.phase == running {
+		for _, s := range m.seats[1:] {
+			if s.lost == nil && s.slave == h.name && s.process.process == h.process {
+				heard = max(heard, s.seen)
+			}
+		}
+	}
+	return heard
+}
+
+// takeName gives name to a new process, its holder h being silent: before
+// the run, or as a spare, it simply takes h's place; the slave of an RBM is
+// lost, and the new process takes over its RBM at once.
+func (m *Master) takeName(now time.Duration, h *joined, reg *messages.Register) {
+	if m.phase == gathering || slices.ContainsFunc(m.spares, func(j joined) bool { return j.name == reg.Name }) {
+		*h = joinedOf(now, reg)
+		return
 	}
 	for i := 1; i <= m.L; i++ {
 		s := m.seats[i]
-		if m.phase == running && s.lost == nil && s.slave == reg.Name && (s.process.host != reg.Host || s.process.pid != reg.PID) {
-			return i
+		switch {
+		case s.replacement == reg.Name:
+			*h = joinedOf(now, reg) // it takes over once the checkpoint loads
+			return
+		case s.lost == nil && s.slave == reg.Name:
+			if s.weights != nil {
+				*h = joinedOf(now, reg) // RBM i is trained: nothing to take over
+				return
+			}
+			m.restart(now, i, reg)
+			return
 		}
 	}
-	return 0
 }
 
 // restart hands RBM i to the new process of its slave's name.
@@ -109,13 +188,16 @@ func (m *Master) restart(now time.Duration, i int, reg *messages.Register) {
 	}
 	m.log.Warn("slave restarted", "slave", reg.Name, "rbm", i)
 	m.lose(now, i, false)
-	m.join(reg)
+	m.join(now, reg)
 	m.replace(now, i, reg.Name)
 }
 
 // reassign repeats the assignment of a slave that registers again before
 // it reported: the assignment, or its checkpoint, was lost on the way.
 func (m *Master) reassign(name string) {
+	if m.phase != running {
+		return
+	}
 	for i := 1; i <= m.L; i++ {
 		if s := m.seats[i]; s.lost == nil && s.slave == name && s.assigned && !s.confirmed {
 			a := m.assignment(i)
@@ -126,25 +208,6 @@ func (m *Master) reassign(name string) {
 			}
 		}
 	}
-}
-
-// current reports whether name is one of the run's slaves: joined, or
-// training (or about to) an RBM.
-func (m *Master) current(name string) bool {
-	if m.phase == gathering {
-		for _, j := range m.joined {
-			if j.name == name {
-				return true
-			}
-		}
-		return false
-	}
-	for _, s := range m.seats[1:] {
-		if (s.lost == nil && s.slave == name) || s.replacement == name {
-			return true
-		}
-	}
-	return false
 }
 
 // vacancyFor returns the vacant RBM a replacement named name takes: the
@@ -158,4 +221,32 @@ func (m *Master) vacancyFor(name string) int {
 		}
 	}
 	return pick
+}
+
+// takeSpare hands the vacant RBM i to the first spare still heard from, if
+// there is one, and reports whether there was.
+func (m *Master) takeSpare(now time.Duration, i int) bool {
+	for len(m.spares) > 0 {
+		sp := m.spares[0]
+		m.spares = m.spares[1:]
+		if now-sp.seen >= m.inUse() {
+			continue // gone
+		}
+		m.joined = append(m.joined, sp)
+		if m.cfg.Observer.Joined != nil {
+			m.cfg.Observer.Joined(sp.name, sp.host, sp.cpus)
+		}
+		m.log.Info("a spare takes over", "slave", sp.name, "rbm", i)
+		m.replace(now, i, sp.name)
+		return true
+	}
+	return false
+}
+
+// stopSpares tells the spares that the run needs them no more.
+func (m *Master) stopSpares(reason string) {
+	for _, sp := range m.spares {
+		m.send(sp.name, &messages.Stop{RunID: m.cfg.Run.ID, Incarnation: m.cfg.Run.Incarnation, Reason: reason, Process: sp.process})
+	}
+	m.spares = nil
 }

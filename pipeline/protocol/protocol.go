@@ -119,6 +119,8 @@ var (
 	ErrNoMaster = errors.New("no master answered")
 	// ErrRefused: the master refused the slave.
 	ErrRefused = errors.New("the master refused the slave")
+	// ErrNameInUse: another live process has the slave's name.
+	ErrNameInUse = errors.New("the slave's name is in use")
 )
 
 // ErrSlaveLost is the error of a run whose slave stopped reporting and was

@@ -189,9 +189,26 @@ func (m *Master) lose(now time.Duration, i int, silent bool) {
 		return
 	}
 	m.log.Warn("slave lost; waiting for a replacement", "slave", s.slave, "rbm", i, "silent", quiet.Round(100*time.Millisecond))
-	// If it only hangs, it must not come back to train.
-	m.send(s.slave, &messages.Stop{RunID: m.cfg.Run.ID, Incarnation: m.cfg.Run.Incarnation, Reason: "declared lost"})
+	// Where the driver runs it, a new process takes its place (the hung
+	// one is ended); if it only hung and comes back before any
+	// replacement, it goes on (takeBack), else it is stopped (reporter).
 	m.out.Respawn = append(m.out.Respawn, Respawn{RBM: i, Slave: s.slave})
+	m.takeSpare(now, i)
+}
+
+// takeBack returns RBM i to its lost slave, which spoke again before any
+// replacement came: nothing was handed over, so it goes on where it is.
+func (m *Master) takeBack(now time.Duration, i int) {
+	s := m.seats[i]
+	v := s.lost
+	s.lost, s.seen, s.gone = nil, now, false
+	m.log.Warn("a lost slave came back before any replacement; it goes on", "slave", s.slave, "rbm", i, "was_silent", v.silent.Round(100*time.Millisecond))
+	if m.cfg.Observer.Recovered != nil {
+		m.cfg.Observer.Recovered(Recovery{
+			RBM: i, Lost: v.lost, Replacement: v.lost, Silent: v.silent,
+			LostAtBatch: v.lostAtBatch, ResumedAtBatch: s.batches, ResumedAtWindow: s.floor,
+		})
+	}
 }
 
 // replace hands RBM i, whose slave was lost, to the slave name: once its

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -16,6 +17,10 @@ type SlaveConfig struct {
 	// its registration.
 	Name, Host string
 	CPUs, PID  int
+	// Process tells this process apart from others of its name (see
+	// messages.Register): the driver draws it at random; 0 derives it from
+	// Name, Host and PID.
+	Process uint64
 	// Timing of the protocol.
 	Timing Timing
 	// Bytes, if set, returns the window bytes the slave received and sent
@@ -115,6 +120,11 @@ func NewSlave(cfg SlaveConfig) (*Slave, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
+	if cfg.Process == 0 {
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%s\x00%s\x00%d", cfg.Name, cfg.Host, cfg.PID)
+		cfg.Process = h.Sum64() | 1
+	}
 	return &Slave{cfg: cfg, log: cfg.Logger, checkpointed: -1}, nil
 }
 
@@ -189,7 +199,7 @@ func (s *Slave) Start(now time.Duration) {
 
 func (s *Slave) register(now time.Duration) {
 	s.lastSent = now
-	s.send(MasterName, &messages.Register{Name: s.cfg.Name, Host: s.cfg.Host, CPUs: s.cfg.CPUs, PID: s.cfg.PID, Protocol: messages.Version})
+	s.send(MasterName, &messages.Register{Name: s.cfg.Name, Host: s.cfg.Host, CPUs: s.cfg.CPUs, PID: s.cfg.PID, Protocol: messages.Version, Process: s.cfg.Process})
 }
 
 // Tick runs the slave's timers.
@@ -305,7 +315,15 @@ func (s *Slave) Receive(now time.Duration, e Envelope) {
 }
 
 func (s *Slave) admission(now time.Duration, m *messages.Admission) {
-	if s.phase != joining || m.Slave != s.cfg.Name {
+	if m.Slave != s.cfg.Name || m.Process != s.cfg.Process {
+		return // for another process of the name
+	}
+	if s.phase == admitted && m.Outcome == messages.Admitted {
+		// Still wanted (a spare): the wait for an assignment starts again.
+		s.deadline = now + s.cfg.Timing.JoinTimeout
+		return
+	}
+	if s.phase != joining {
 		return
 	}
 	switch m.Outcome {
@@ -314,6 +332,8 @@ func (s *Slave) admission(now time.Duration, m *messages.Admission) {
 		s.phase, s.deadline = admitted, now+s.cfg.Timing.JoinTimeout
 	case messages.Full:
 		s.exit(ErrClusterFull)
+	case messages.InUse:
+		s.exit(fmt.Errorf("%w: %s", ErrNameInUse, m.Reason))
 	default:
 		s.exit(fmt.Errorf("%w %s: %s", ErrRefused, s.cfg.Name, m.Reason))
 	}
@@ -523,7 +543,7 @@ func (s *Slave) report(now time.Duration) {
 	st := s.stats
 	in, out := s.bytes()
 	m := &messages.Status{
-		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Slave: s.cfg.Name, State: WireState(s.state),
+		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Slave: s.cfg.Name, Process: s.cfg.Process, State: WireState(s.state),
 		Epoch: st.Epoch, Batches: st.Batches, ReconError: st.LastRecon, ReconErrors: st.Recon,
 		BusySeconds: st.Busy.Seconds(), WaitSeconds: (st.WaitInput + st.WaitCredit).Seconds(),
 		BytesIn: in, BytesOut: out,
@@ -555,6 +575,9 @@ func (s *Slave) Interrupt(now time.Duration, reason error) {
 func (s *Slave) stopped(now time.Duration, m *messages.Stop) {
 	if m.RunID == "" {
 		return // a stop must name its run
+	}
+	if m.Process != 0 && m.Process != s.cfg.Process {
+		return // for another process of the name
 	}
 	if s.assign != nil {
 		if ok, _ := s.run.matches(m.RunID, m.Incarnation); !ok {

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -19,11 +20,14 @@ type slaveRig struct {
 	stages []pipeline.StageConfig
 }
 
+// testProcess is the Process of the slave of a slaveRig.
+const testProcess = 0x5eed
+
 // newSlaveRig returns a slave that has not started, of a run on stages.
 func newSlaveRig(t *testing.T, stages []pipeline.StageConfig) *slaveRig {
 	t.Helper()
 	s, err := NewSlave(SlaveConfig{
-		Name: "s1", Host: "h1", CPUs: 2, PID: 42, Timing: testTiming(),
+		Name: "s1", Host: "h1", CPUs: 2, PID: 42, Process: testProcess, Timing: testTiming(),
 		Bytes: func() (uint64, uint64) { return 10, 20 },
 	})
 	if err != nil {
@@ -98,7 +102,7 @@ func (r *slaveRig) join(c int, resume bool) Output {
 	r.t.Helper()
 	r.s.Start(r.now)
 	r.s.Ready()
-	r.recv(MasterName, &messages.Admission{Slave: "s1", Outcome: messages.Admitted})
+	r.recv(MasterName, &messages.Admission{Slave: "s1", Process: testProcess, Outcome: messages.Admitted})
 	down := ""
 	if len(r.stages) > 1 {
 		down = "s2"
@@ -143,13 +147,13 @@ func TestSlaveLifecycle(t *testing.T) {
 	r.s.Start(0)
 	out := r.s.Ready()
 	wantShape(t, "Start", out.Messages, "master register")
-	want := messages.Register{Name: "s1", Host: "h1", CPUs: 2, PID: 42, Protocol: messages.Version}
+	want := messages.Register{Name: "s1", Host: "h1", CPUs: 2, PID: 42, Protocol: messages.Version, Process: testProcess}
 	if got := msg[*messages.Register](t, out.Messages, 0); *got != want || out.Messages[0].From != "s1" {
 		t.Fatalf("Start sends %+v from %q; want %+v from s1", *got, out.Messages[0].From, want)
 	}
 	wantShape(t, "Tick(0.9s)", r.at(0.9).tick().Messages, "")
 	wantShape(t, "Tick(1s)", r.at(1).tick().Messages, "master register")
-	wantShape(t, "Admission", r.at(1.1).recv(MasterName, &messages.Admission{Slave: "s1", Outcome: messages.Admitted}).Messages, "")
+	wantShape(t, "Admission", r.at(1.1).recv(MasterName, &messages.Admission{Slave: "s1", Process: testProcess, Outcome: messages.Admitted}).Messages, "")
 	if r.s.Assigned() != nil {
 		t.Fatalf("Assigned() before an Assign = %+v; want nil", r.s.Assigned())
 	}
@@ -295,11 +299,14 @@ func TestSlaveAdmission(t *testing.T) {
 		wantErr error  // nil: still running
 		wantMsg string // the error's text
 	}{
-		{"admitted", messages.Admission{Slave: "s1", Outcome: messages.Admitted}, nil, ""},
-		{"full", messages.Admission{Slave: "s1", Outcome: messages.Full}, ErrClusterFull, "the master needs no more slaves"},
-		{"refused", messages.Admission{Slave: "s1", Outcome: messages.Refused, Reason: "protocol version 2"}, ErrRefused,
+		{"admitted", messages.Admission{Slave: "s1", Process: testProcess, Outcome: messages.Admitted}, nil, ""},
+		{"full", messages.Admission{Slave: "s1", Process: testProcess, Outcome: messages.Full}, ErrClusterFull, "the master needs no more slaves"},
+		{"refused", messages.Admission{Slave: "s1", Process: testProcess, Outcome: messages.Refused, Reason: "protocol version 2"}, ErrRefused,
 			"the master refused the slave s1: protocol version 2"},
+		{"in use", messages.Admission{Slave: "s1", Process: testProcess, Outcome: messages.InUse, Reason: "slave s1 is in the run already"}, ErrNameInUse,
+			"the slave's name is in use: slave s1 is in the run already"},
 		{"another slave's", messages.Admission{Slave: "s2", Outcome: messages.Full}, nil, ""},
+		{"another process's", messages.Admission{Slave: "s1", Process: testProcess + 1, Outcome: messages.InUse}, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -308,7 +315,7 @@ func TestSlaveAdmission(t *testing.T) {
 			r.s.Ready()
 			r.at(0.5).recv(MasterName, &tc.adm)
 			// Another node may not answer for the master.
-			r.recv("s2", &messages.Admission{Slave: "s1", Outcome: messages.Full})
+			r.recv("s2", &messages.Admission{Slave: "s1", Process: testProcess, Outcome: messages.Full})
 			if tc.wantErr == nil {
 				r.wantRunning()
 				return
@@ -332,7 +339,7 @@ func TestSlaveTimeouts(t *testing.T) {
 	}{
 		{"no master", func(*slaveRig) {}, 10, "no master answered within 10s", ""},
 		{"no assignment", func(r *slaveRig) {
-			r.recv(MasterName, &messages.Admission{Slave: "s1", Outcome: messages.Admitted})
+			r.recv(MasterName, &messages.Admission{Slave: "s1", Process: testProcess, Outcome: messages.Admitted})
 		}, 11, "registered with the master, but no RBM was assigned within 10s", ""},
 		{"no checkpoint to resume from", func(r *slaveRig) {
 			r.recv(MasterName, r.assign(1, 2, MasterName, "", true))
@@ -616,7 +623,7 @@ func TestSlaveStopIgnored(t *testing.T) {
 		t.Parallel()
 		r := newSlaveRig(t, testStages(1, 1))
 		r.s.Start(0)
-		r.recv(MasterName, &messages.Admission{Slave: "s1", Outcome: messages.Admitted})
+		r.recv(MasterName, &messages.Admission{Slave: "s1", Process: testProcess, Outcome: messages.Admitted})
 		r.recv(MasterName, &messages.Stop{Reason: "x"})
 		r.wantRunning()
 		if out := r.recv(MasterName, r.assign(1, 2, MasterName, "", false)); len(out.Messages) != 2 {
@@ -646,13 +653,48 @@ func TestSlaveStopBeforeTraining(t *testing.T) {
 			t.Parallel()
 			r := newSlaveRig(t, testStages(1, 1))
 			r.s.Start(0)
-			r.recv(MasterName, &messages.Admission{Slave: "s1", Outcome: messages.Admitted})
+			r.recv(MasterName, &messages.Admission{Slave: "s1", Process: testProcess, Outcome: messages.Admitted})
 			if tc.resume {
 				r.recv(MasterName, r.assign(1, 2, MasterName, "", true))
 			}
 			wantShape(t, "Stop", r.recv(MasterName, stop("x")).Messages, "")
 			r.wantDone(tc.wantErr)
 		})
+	}
+}
+
+// A spare waits as long as the master answers its registrations, and
+// obeys only the stops for its own process.
+func TestSlaveSpare(t *testing.T) {
+	t.Parallel()
+	r := newSlaveRig(t, testStages(1, 1))
+	r.s.Start(0)
+	admitted := &messages.Admission{Slave: "s1", Process: testProcess, Outcome: messages.Admitted}
+	r.at(0.5).recv(MasterName, admitted)
+	for at := 1.5; at < 30; at++ {
+		wantShape(t, fmt.Sprintf("Tick(%gs)", at), r.at(at).tick().Messages, "master register")
+		r.recv(MasterName, admitted)
+	}
+	r.wantRunning()
+	other := stop("another process")
+	other.Process = testProcess + 1
+	r.recv(MasterName, other)
+	r.wantRunning()
+	mine := stop("the run is complete")
+	mine.Process = testProcess
+	r.recv(MasterName, mine)
+	r.wantDone(nil)
+
+	// Unanswered, it gives up join_timeout after the last answer.
+	r = newSlaveRig(t, testStages(1, 1))
+	r.s.Start(0)
+	r.at(0.5).recv(MasterName, admitted)
+	r.at(5).recv(MasterName, admitted)
+	r.at(14.9).tick()
+	r.wantRunning()
+	r.at(15).tick()
+	if done, err := r.s.Done(); !done || err == nil || !strings.Contains(err.Error(), "no RBM was assigned within 10s") {
+		t.Fatalf("Done() = %t, %v; want the wait for an assignment over", done, err)
 	}
 }
 
@@ -667,7 +709,7 @@ func TestSlaveInterrupt(t *testing.T) {
 		{"joining", func(r *slaveRig) { r.s.Start(0) }, errSignal},
 		{"admitted", func(r *slaveRig) {
 			r.s.Start(0)
-			r.recv(MasterName, &messages.Admission{Slave: "s1", Outcome: messages.Admitted})
+			r.recv(MasterName, &messages.Admission{Slave: "s1", Process: testProcess, Outcome: messages.Admitted})
 		}, errSignal},
 		{"resuming", func(r *slaveRig) { r.join(2, true) }, errSignal},
 		{"finished", func(r *slaveRig) {
@@ -677,7 +719,7 @@ func TestSlaveInterrupt(t *testing.T) {
 		}, nil},
 		{"already done", func(r *slaveRig) {
 			r.s.Start(0)
-			r.recv(MasterName, &messages.Admission{Slave: "s1", Outcome: messages.Full})
+			r.recv(MasterName, &messages.Admission{Slave: "s1", Process: testProcess, Outcome: messages.Full})
 		}, ErrClusterFull},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,118 @@
+package natsnet
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
+)
+
+// Two slaves started with one --name on an open server (issue 13, defect
+// 8): the second is refused while the first is heard from, with an error
+// naming the first's host and pid, and the run completes with one slave
+// per RBM.
+func TestDuplicateNameIsRefused(t *testing.T) {
+	t.Parallel()
+	srv, nc := serve(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfgs := stageConfigs([]int{9, 6, 4}, 1, 4, 1)
+	type exit struct {
+		name string
+		err  error
+	}
+	exits := make(chan exit, 3)
+	start := func(name string) {
+		go func() {
+			err := RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: name, Threads: 1, JoinTimeout: 20 * time.Second, Logger: testLogger(t)})
+			exits <- exit{name, err}
+		}()
+	}
+	ran := make(chan error, 1)
+	go func() {
+		_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{RunID: "dup", Stages: cfgs, Data: examples(3, 16, 9), N: 16, Credits: 2, JoinTimeout: 20 * time.Second})
+		ran <- err
+	}()
+	start("dup")
+	time.Sleep(300 * time.Millisecond)
+	start("dup")
+	// The namesake is refused at once; only then does the second slave
+	// come, so that the run cannot start without the check.
+	first := <-exits
+	if !errors.Is(first.err, protocol.ErrNameInUse) || !strings.Contains(first.err.Error(), "slave dup is in the run already, on host ") ||
+		!strings.Contains(first.err.Error(), "give every slave a name of its own") {
+		t.Fatalf("the second slave named dup ended with %v; want the name in use, naming the first's host and pid", first.err)
+	}
+	start("other")
+	if err := <-ran; err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if e := <-exits; e.err != nil {
+			t.Errorf("slave %s: %v", e.name, e.err)
+		}
+	}
+}
+
+// A slave that hangs (SIGSTOP) longer than LostAfter is declared lost;
+// with no spare and no respawn, it is taken back when it speaks again
+// (SIGCONT) and goes on where it was: nothing is redone, and the weights
+// equal the uninterrupted run's bit for bit (issue 13, defect 3).
+func TestHungSlaveIsTakenBack(t *testing.T) {
+	c := newChaosSetup(t)
+	srv, nc := serve(t)
+	ps := newProcs(t, srv.URL())
+	defer ps.stop()
+	ps.startAll(t, "h", len(c.cfgs))
+	var (
+		mu      sync.Mutex
+		stopped string
+		lost    []string
+		recs    []Recovery
+	)
+	hang := func(name string) {
+		ps.mu.Lock()
+		cmd := ps.cmds[name]
+		ps.mu.Unlock()
+		cmd.Process.Signal(syscall.SIGSTOP)
+		time.AfterFunc(2500*time.Millisecond, func() { cmd.Process.Signal(syscall.SIGCONT) })
+	}
+	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+		RunID: "hung", Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
+		Credits: c.credits, JoinTimeout: 30 * time.Second, CheckpointEvery: c.every, LostAfter: time.Second,
+		Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
+			mu.Lock()
+			defer mu.Unlock()
+			if stopped == "" && s.Index == 2 && s.Batches >= 30 {
+				stopped = s.Worker
+				hang(stopped)
+			}
+		}},
+		Lost:      func(_ int, slave string, _ time.Duration) { mu.Lock(); lost = append(lost, slave); mu.Unlock() },
+		Recovered: func(r Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+	})
+	if err != nil {
+		ps.dumpLogs()
+		t.Fatal(err)
+	}
+	c.check(t, got)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lost) == 0 || len(recs) != len(lost) {
+		t.Fatalf("hung %s: lost %v, recoveries %+v; want it lost and taken back", stopped, lost, recs)
+	}
+	for _, r := range recs {
+		if r.Lost != stopped || r.Replacement != stopped || r.Redone != 0 {
+			t.Errorf("recovery %+v; want %s taken back, nothing redone", r, stopped)
+		}
+	}
+	if got[1].Slave != stopped {
+		t.Errorf("rbm 2 finished by %s; want %s", got[1].Slave, stopped)
+	}
+}
