@@ -281,6 +281,21 @@ func (s Rejections) Total() uint64 {
 	return n
 }
 
+// ByReason returns the non-zero counts keyed by reason name, such as
+// {"corrupt": 2, "gap": 1}; nil if every count is zero.
+func (s Rejections) ByReason() map[string]uint64 {
+	var m map[string]uint64
+	for r, n := range s {
+		if n > 0 {
+			if m == nil {
+				m = map[string]uint64{}
+			}
+			m[RejectReason(r).String()] = n
+		}
+	}
+	return m
+}
+
 // String lists the non-zero counts by reason, such as "corrupt=2 gap=1",
 // or returns "none".
 func (s Rejections) String() string {

@@ -86,6 +86,9 @@ type Stats struct {
 	State State
 	// Worker names the process training the stage ("" in the master).
 	Worker string
+	// Rejected counts the messages the worker dropped on the stage's input
+	// (unreadable, of another run, duplicates, gaps), as it last reported.
+	Rejected uint64
 }
 
 // Stage trains one RBM on windows of input. It is not safe for concurrent use.

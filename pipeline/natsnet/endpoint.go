@@ -23,6 +23,7 @@ type delivery struct {
 	env      protocol.Envelope
 	rejected bool
 	reason   messages.RejectReason
+	link     bool // the rejected input came on a data subject
 	size     int
 }
 
@@ -134,9 +135,7 @@ func (ep *endpoint) receive(re *messages.Reassembler, f family, msg *nats.Msg) {
 
 func (ep *endpoint) reject(f family, subject string, reason messages.RejectReason, err error) {
 	ep.log.Debug("dropped unreadable input", "subject", subject, "reason", reason, "error", err)
-	if f.name == windows.name {
-		ep.deliver(delivery{rejected: true, reason: reason})
-	}
+	ep.deliver(delivery{rejected: true, reason: reason, link: f.name == windows.name})
 }
 
 func (ep *endpoint) deliver(d delivery) {

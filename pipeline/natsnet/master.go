@@ -75,8 +75,9 @@ var ErrSlaveLost = protocol.ErrSlaveLost
 // master (registration, assignment, the data feed to slave 1, checkpoints,
 // replacement of lost slaves, collection) over NATS.
 type Master struct {
-	nc  *nats.Conn
-	log hclog.Logger
+	nc       *nats.Conn
+	log      hclog.Logger
+	rejected messages.Rejections
 }
 
 // NewMaster returns a master talking over nc.
@@ -86,6 +87,11 @@ func NewMaster(nc *nats.Conn, log hclog.Logger) *Master {
 	}
 	return &Master{nc: nc, log: log}
 }
+
+// Rejected returns what the master dropped during its last Run, per
+// reason: unreadable input, reports of another run or of an earlier
+// incarnation.
+func (m *Master) Rejected() messages.Rejections { return m.rejected }
 
 // storeDone is the outcome of a StoreOp.
 type storeDone struct {
@@ -190,7 +196,11 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 		select {
 		case d := <-ep.inbox:
 			ep.take(d)
-			pm.Receive(ep.now(), d.env)
+			if d.rejected {
+				pm.Rejected(d.reason)
+			} else {
+				pm.Receive(ep.now(), d.env)
+			}
 		case next <- op:
 			queue, busy = queue[1:], true
 		case d := <-stored:
@@ -221,6 +231,9 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 		flush()
 	}
 	m.nc.Flush()
+	if m.rejected = pm.Rejections(); m.rejected.Total() > 0 {
+		m.log.Warn("the master dropped messages", "rejected", m.rejected.String())
+	}
 	if _, err := pm.Done(); err != nil {
 		if errors.Is(err, protocol.ErrInterrupted) && ctx.Err() != nil {
 			return nil, ctx.Err()

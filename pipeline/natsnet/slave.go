@@ -222,9 +222,13 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 		select {
 		case d := <-ep.inbox:
 			ep.take(d)
-			if d.rejected {
+			switch {
+			case d.rejected && d.link:
 				s.Rejected(d.reason)
-			} else {
+			case d.rejected:
+				// Unreadable control or credit input: logged, it counts
+				// against no input link.
+			default:
 				s.Receive(ep.now(), d.env)
 			}
 		case err := <-trained:

@@ -142,10 +142,11 @@ type Master struct {
 	deadline time.Duration
 	err      error
 	offline  bool
-	joined   []joined // every slave process admitted to train, in order
-	spares   []joined // processes waiting to replace a lost slave
-	seats    []*seat // seats[i] is RBM_i's; seats[0] is unused
-	loading  int     // checkpoints being loaded before the run starts
+	rejected messages.Rejections // inputs dropped, per reason
+	joined   []joined            // every slave process admitted to train, in order
+	spares   []joined            // processes waiting to replace a lost slave
+	seats    []*seat             // seats[i] is RBM_i's; seats[0] is unused
+	loading  int                 // checkpoints being loaded before the run starts
 	starts   []*messages.Checkpoint
 
 	src   *pipeline.Source
@@ -208,6 +209,14 @@ func (m *Master) send(to string, msg messages.Message) {
 }
 
 func (m *Master) store(op StoreOp) { m.out.Store = append(m.out.Store, op) }
+
+// Rejected counts an input the driver dropped before the master saw it
+// (unreadable, or of a kind its subject does not carry).
+func (m *Master) Rejected(reason messages.RejectReason) { m.rejected.Add(reason) }
+
+// Rejections returns the inputs the master dropped, per reason: those the
+// driver counted, and reports of another run or an earlier incarnation.
+func (m *Master) Rejections() messages.Rejections { return m.rejected }
 
 // Abort ends the run with err: the driver could not do what it was asked
 // (store a checkpoint, start a replacement).
@@ -368,6 +377,7 @@ func (m *Master) reporter(now time.Duration, e Envelope) (int, bool) {
 		return 0, false
 	}
 	if ok, reason := m.cfg.Run.matches(id, inc); !ok {
+		m.rejected.Add(reason)
 		if reason == messages.RejectStale && inc < m.cfg.Run.Incarnation && !m.known(e.From) {
 			// A slave of an earlier incarnation of this master: it stops,
 			// and its supervisor may bring it back to register. Not once
@@ -407,6 +417,10 @@ func (m *Master) status(i int, msg *messages.Status) {
 		Index: i, Epoch: msg.Epoch, Batches: msg.Batches, Recon: msg.ReconErrors, LastRecon: msg.ReconError,
 		Rows: msg.Batches * st.BatchSize, Busy: Seconds(msg.BusySeconds),
 		WaitInput: Seconds(msg.WaitSeconds), State: LocalState(msg.State), Worker: msg.Slave,
+		Rejected: msg.Rejected.Total(),
+	}
+	if msg.Rejected.Total() > s.rejected.Total() {
+		m.log.Warn("a slave dropped messages on its input", "slave", s.slave, "rbm", i, "rejected", msg.Rejected.String())
 	}
 	s.batches, s.rejected = msg.Batches, msg.Rejected
 	s.confirmed, s.from = true, nil

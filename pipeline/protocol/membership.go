@@ -73,7 +73,7 @@ func (m *Master) register(now time.Duration, from string, reg *messages.Register
 			answer(messages.InUse, fmt.Sprintf("slave %s is in the run already, on host %s (pid %d), and was heard %s ago: give every slave a name of its own",
 				reg.Name, h.host, h.pid, (now-m.lastHeard(h)).Round(time.Millisecond)))
 		default:
-			m.log.Warn("a new process took a silent slave's name", "slave", reg.Name, "host", reg.Host, "pid", reg.PID, "silent", (now-m.lastHeard(h)).Round(time.Millisecond))
+			m.log.Warn("a new process took a silent slave's name", "slave", reg.Name, "host", reg.Host, "pid", reg.PID, "silent", (now - m.lastHeard(h)).Round(time.Millisecond))
 			answer(messages.Admitted, "")
 			m.takeName(now, h, reg)
 		}
