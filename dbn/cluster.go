@@ -137,7 +137,8 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		stopSaving := saver.every(rel.SaveEvery)
 		defer stopSaving()
 	}
-	res, err := natsnet.NewMaster(nc, log.Named("cluster")).Run(ctx, plan)
+	master := natsnet.NewMaster(nc, log.Named("cluster"))
+	res, err := master.Run(ctx, plan)
 	if err != nil {
 		cause := context.Cause(ctx)
 		if errors.Is(err, context.Canceled) && errors.Is(cause, context.Canceled) {
@@ -151,9 +152,9 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		}
 		return nil, err
 	}
-	t := &trained{resumed: state.Resume, recoveries: recoveries}
+	t := &trained{resumed: state.Resume, recoveries: recoveries, masterRejected: master.Rejected().ByReason()}
 	for _, r := range res {
-		t.add(r.RBM, rbmResult(r.RBM, r.Stats, r.Slave, r.BytesIn, r.BytesOut))
+		t.addTrained(r)
 	}
 	// Pre-training is complete: the checkpoints are no longer needed.
 	if js != nil {

@@ -40,7 +40,7 @@ func pretrainMemory(ctx context.Context, cfg *config.Config, opt Options, out st
 	}
 	t := &trained{}
 	for _, r := range res {
-		t.add(r.RBM, rbmResult(r.RBM, r.Stats, r.Slave, r.BytesIn, r.BytesOut))
+		t.addTrained(r)
 	}
 	return t, nil
 }

@@ -115,9 +115,13 @@ func (p *progress) line(i int) string {
 		return fmt.Sprintf("RBM %d%s  %s", s.Index, who, state)
 	}
 	inEpoch := s.Batches - s.Epoch*p.batches[i]
-	return fmt.Sprintf("RBM %d%s  epoch %d/%d  batch %d/%d  recon %.5f  %s samples/s  busy %.0fs  waiting %.0fs  %s",
+	rejected := ""
+	if s.Rejected > 0 {
+		rejected = fmt.Sprintf("  rejected %d", s.Rejected)
+	}
+	return fmt.Sprintf("RBM %d%s  epoch %d/%d  batch %d/%d  recon %.5f  %s samples/s  busy %.0fs  waiting %.0fs%s  %s",
 		s.Index, who, s.Epoch+1, p.epochs, inEpoch, p.batches[i], s.LastRecon, thousands(int(rate(s))),
-		s.Busy.Seconds(), (s.WaitInput + s.WaitCredit).Seconds(), s.State)
+		s.Busy.Seconds(), (s.WaitInput + s.WaitCredit).Seconds(), rejected, s.State)
 }
 
 func (p *progress) show() {

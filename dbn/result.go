@@ -40,6 +40,10 @@ type Result struct {
 	CheckpointEvery int        `json:"checkpoint_every,omitempty"`
 	Resumed         bool       `json:"resumed,omitempty"`
 	Recoveries      []Recovery `json:"recoveries,omitempty"`
+	// MasterRejected counts, by reason, the messages the master dropped:
+	// unreadable, or reports of another run or an earlier incarnation;
+	// absent when none.
+	MasterRejected map[string]uint64 `json:"master_rejected,omitempty"`
 }
 
 // Recovery is one lost slave and its replacement.
@@ -86,6 +90,10 @@ type RBMResult struct {
 	// RBMs below it: comparable across schedules, where recon_error of an
 	// upper pipelined RBM is measured on input that moved as it trained.
 	FinalReconError float64 `json:"final_recon_error"`
+	// Rejected (an extension) counts, by reason, the messages the RBM's
+	// slave dropped on its input link (corrupt, foreign, shape, duplicate,
+	// gap, stale), as it last reported; absent when none.
+	Rejected map[string]uint64 `json:"rejected,omitempty"`
 }
 
 // FinetuneEpoch is one epoch of fine-tuning in result.json.

@@ -17,6 +17,7 @@ import (
 	"github.com/pipedbn/pipedbn/data"
 	"github.com/pipedbn/pipedbn/internal/atomicfile"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
@@ -166,7 +167,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 	res.PretrainSeconds = time.Since(start).Seconds()
 	res.RBMs = trained.results
-	res.Resumed, res.Recoveries = trained.resumed, trained.recoveries
+	res.Resumed, res.Recoveries, res.MasterRejected = trained.resumed, trained.recoveries, trained.masterRejected
 	if cfg.Pretrain.Mode == config.Pipelined {
 		res.CheckpointEvery = cfg.Reliability.CheckpointEvery
 	}
@@ -225,15 +226,24 @@ func workerThreads(cpus float64) int {
 type trained struct {
 	rbms    []*rbm.RBM
 	results []RBMResult
-	// resumed and recoveries: see Result.
-	resumed    bool
-	recoveries []Recovery
+	// resumed, recoveries and masterRejected: see Result.
+	resumed        bool
+	recoveries     []Recovery
+	masterRejected map[string]uint64
 }
 
 // add records a trained RBM and its row of result.json.
 func (t *trained) add(r *rbm.RBM, row RBMResult) {
 	t.rbms = append(t.rbms, r)
 	t.results = append(t.results, row)
+}
+
+// addTrained records an RBM a slave trained, with what its input link
+// rejected.
+func (t *trained) addTrained(r protocol.Trained) {
+	row := rbmResult(r.RBM, r.Stats, r.Slave, r.BytesIn, r.BytesOut)
+	row.Rejected = r.Rejected.ByReason()
+	t.add(r.RBM, row)
 }
 
 // pretrain runs the pre-training schedule cfg names.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -269,6 +270,12 @@ func TestRejections(t *testing.T) {
 	}
 	if got := (Rejections{}).String(); got != "none" {
 		t.Errorf("Rejections{}.String() = %q; want %q", got, "none")
+	}
+	if got, want := r.ByReason(), map[string]uint64{"corrupt": 1, "foreign": 1, "gap": 2, "stale": 1}; !maps.Equal(got, want) {
+		t.Errorf("ByReason() = %v; want %v", got, want)
+	}
+	if got := (Rejections{}).ByReason(); got != nil {
+		t.Errorf("Rejections{}.ByReason() = %v; want nil (absent from JSON)", got)
 	}
 	defer func() {
 		if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "RejectReason(6)") {
