@@ -269,8 +269,10 @@ func (ls *localSlaves) start(i int, again bool) error {
 	cmd := exec.Command(ls.command[0], args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(slaveEnv(ls.embedded), "GOMAXPROCS="+strconv.Itoa(ls.threads))
-	// A local slave must not outlive its master, even a killed one.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	// A local slave must not outlive its master, even a killed one: with
+	// the master gone, nobody stores its checkpoint, and a resumed run
+	// wants its name (and, embedded, the server went with the master).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return fmt.Errorf("start local slave %s (%s): %w", name, ls.command[0], err)

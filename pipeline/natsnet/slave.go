@@ -216,7 +216,9 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 			if training {
 				<-trained
 			}
-			nc.Flush()
+			if nc.IsConnected() { // else nothing waits to go out: the server is gone
+				nc.FlushTimeout(5 * time.Second)
+			}
 			return err
 		}
 		select {

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// After kill -9 of `master run`, its local slave processes end too, within
+// seconds: none outlives it to train on, take a name the resumed run's
+// slaves need or write into their logs (issue 13, defect 4).
+func TestLocalSlavesDieWithKilledMaster(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "long.yaml")
+	// Long enough that the master is killed in the middle of pre-training.
+	if err := os.WriteFile(cfg, []byte(`
+name: long
+data: {source: synthetic, train_limit: 2048, test_limit: 64}
+dbn: {layers: [16, 16, 16]}
+pretrain: {mode: pipelined, epochs: 500, batch_size: 16, k_batches: 2}
+cluster: {transport: nats, cpus_per_worker: 0}
+finetune: {epochs: 0}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(masterBin, "run", "--config", cfg, "--out", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var slaves []int
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		slaves = children(cmd.Process.Pid)
+		log, _ := os.ReadFile(filepath.Join(out, "slave-2.log"))
+		if len(slaves) == 2 && bytes.Contains(log, []byte("assigned")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no 2 training local slaves after 60s (children %v)\n%s", slaves, stderr.String())
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	killed := time.Now()
+	for _, pid := range slaves {
+		for alive(pid) {
+			if time.Since(killed) > 5*time.Second {
+				t.Fatalf("local slave %d still runs 5s after its master was killed", pid)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	t.Logf("local slaves %v ended %s after kill -9 of their master", slaves, time.Since(killed).Round(10*time.Millisecond))
+}
+
+// children returns the processes whose parent is pid.
+func children(pid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if state, parent := procStat(child); parent == pid && state != "Z" {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// alive reports whether process pid runs (a zombie does not).
+func alive(pid int) bool {
+	state, _ := procStat(pid)
+	return state != "" && state != "Z"
+}
+
+// procStat returns the state and parent of process pid from
+// /proc/pid/stat ("" if there is no such process).
+func procStat(pid int) (state string, parent int) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", 0
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 2 {
+		return "", 0
+	}
+	parent, _ = strconv.Atoi(f[1])
+	return f[0], parent
+}
