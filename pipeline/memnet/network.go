@@ -362,11 +362,7 @@ func (n *Network) restartMaster() {
 	if n.master.alive {
 		return
 	}
-	visible, hidden := make([]int, len(n.mcfg.Stages)), make([]int, len(n.mcfg.Stages))
-	for i, st := range n.mcfg.Stages {
-		visible[i], hidden[i] = st.Visible, st.Hidden
-	}
-	stored, err := protocol.ReadStored(context.Background(), n.store, n.mcfg.Run.ID, visible, hidden)
+	stored, err := protocol.ReadStored(context.Background(), n.store, n.mcfg.Run.ID, n.mcfg.Stages)
 	if err == nil {
 		n.mcfg.Run.Incarnation++
 		n.trace("restart %s (incarnation %d)", n.master.name, n.mcfg.Run.Incarnation)

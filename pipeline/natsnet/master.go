@@ -254,11 +254,7 @@ func (m *Master) config(ctx context.Context, p Plan) (protocol.MasterConfig, err
 		Logger:   m.log,
 	}
 	if p.Resume {
-		visible, hidden := make([]int, len(p.Stages)), make([]int, len(p.Stages))
-		for i, s := range p.Stages {
-			visible[i], hidden[i] = s.Visible, s.Hidden
-		}
-		st, err := protocol.ReadStored(ctx, p.Store, p.RunID, visible, hidden)
+		st, err := protocol.ReadStored(ctx, p.Store, p.RunID, p.Stages)
 		if err != nil {
 			return cfg, err
 		}

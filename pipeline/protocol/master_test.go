@@ -1054,7 +1054,7 @@ func storeOf(t *testing.T, cps [][2]int, weights ...*messages.Weights) *MemStore
 
 func readStored(t *testing.T, s Store, l int) *Stored {
 	t.Helper()
-	st, err := ReadStored(context.Background(), s, testRun.ID, testLayers[:l], testLayers[1:l+1])
+	st, err := ReadStored(context.Background(), s, testRun.ID, testStages(l, 1))
 	if err != nil {
 		t.Fatalf("ReadStored = %v; want nil", err)
 	}

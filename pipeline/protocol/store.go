@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline"
 )
 
 // Store keeps a run's checkpoints and final weights where a restarted
@@ -93,16 +94,16 @@ type Stored struct {
 	Weights map[int]*messages.Weights
 }
 
-// ReadStored lists what store holds of a run with rbms RBMs: its
-// checkpoints and weights. The weights must be those of run, with the
-// given shapes (visible[i-1] x hidden[i-1] for RBM_i).
-func ReadStored(ctx context.Context, store Store, runID string, visible, hidden []int) (*Stored, error) {
+// ReadStored lists what store holds of the run runID of the RBMs stages
+// describe: its checkpoints and weights. The weights must be those of the
+// run, with the stages' shapes.
+func ReadStored(ctx context.Context, store Store, runID string, stages []pipeline.StageConfig) (*Stored, error) {
 	names, err := store.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", store.Where(), err)
 	}
 	s := &Stored{Checkpoints: map[int][]int{}, Weights: map[int]*messages.Weights{}}
-	L := len(visible)
+	L := len(stages)
 	for _, n := range names {
 		if i, w, ok := ParseCheckpointName(n); ok && i <= L {
 			s.Checkpoints[i] = append(s.Checkpoints[i], w)
@@ -121,7 +122,7 @@ func ReadStored(ctx context.Context, store Store, runID string, visible, hidden 
 		if err != nil || !ok {
 			return nil, fmt.Errorf("%s in %s: not weights: %v", WeightsName(i), store.Where(), err)
 		}
-		if err := w.Check(runID, i, visible[i-1], hidden[i-1]); err != nil {
+		if err := w.Check(runID, i, stages[i-1].Visible, stages[i-1].Hidden); err != nil {
 			return nil, fmt.Errorf("%s in %s: %w", WeightsName(i), store.Where(), err)
 		}
 		s.Weights[i] = w

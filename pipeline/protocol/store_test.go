@@ -116,7 +116,7 @@ func TestReadStored(t *testing.T) {
 		{"list fails", failingStore{MemStore: NewMemStore(), list: errors.New("offline")}, "list memory: offline"},
 		{"get fails", failingStore{MemStore: NewMemStore(), get: errors.New("offline")}, "offline"},
 	} {
-		_, err := ReadStored(ctx, tc.store, testRun.ID, testLayers[:2], testLayers[1:3])
+		_, err := ReadStored(ctx, tc.store, testRun.ID, testStages(2, 1))
 		if err == nil || len(err.Error()) < len(tc.want) || err.Error()[:len(tc.want)] != tc.want {
 			t.Errorf("ReadStored(%s) = %v; want an error starting %q", tc.name, err, tc.want)
 		}
