@@ -1,0 +1,111 @@
+// Package plan chooses how pipelined pre-training lays a DBN's RBMs out on
+// the slaves (issue 14): contiguous stage groups of RBMs, each trained by
+// one slave that passes middle results between its RBMs in memory, and per
+// group a number of stage replicas, slaves that train every r-th window of
+// the group data-parallel and average their parameters. It predicts the
+// pipeline's seconds per window from a small cost model of CD-1 and picks
+// the plan whose slowest group is fastest, the pipeline's throughput, by
+// dynamic programming over contiguous ranges of RBMs and numbers of
+// replicas, as PipeDream's optimizer does for DNN layers. The package is
+// pure: no I/O, no goroutines, no clock.
+//
+// # Cost model
+//
+// Work is counted in flop-equivalents. One sample of CD-k on a v x h RBM
+// costs SampleWork = 2(3+2k)·v·h + UnitWork·k·(v+h): rbm.Trainer.Step does
+// 3+2k GEMMs of 2·v·h flops per sample (10·v·h for CD-1: 3.92, 2.5 and 10
+// MFLOP for the quickstart DBN's 784x500, 500x500 and 500x2000, the issue's
+// 392k : 250k : 1000k) and element-wise work that experiments/results/
+// rbm_cd1_vs_gemm5 puts at about UnitWork = 280 flops per unit and sample.
+// Whether the visible units are Bernoulli or Gaussian changes neither term
+// noticeably, so the model ignores it.
+//
+// A machine (Machine) has CPUs and a Speed in GFLOP/s per CPU of that work.
+// A slave would measure it at registration: about a second of single-
+// threaded CD-1 steps on RefVisible x RefHidden in batches of RefBatch (or
+// on the shapes it is to train), turned into Speed by SpeedFromRate. Its
+// training rate is Speed·c·eff(c) with eff(c) = 1/(1 + ThreadLoss·(c-1)) for
+// c > 1 CPUs (and 1 below: a fractional CPU is a cgroup quota); it handles
+// message bytes on one thread, at Speed·min(c, 1).
+//
+// A window is BatchSize·K samples (an epoch's last, shorter window counts as
+// a full one). A group of RBMs i..j on r replicas, each replica training
+// every r-th window, takes per window
+//
+//	compute  = work of RBMs i..j on a window / (training rate of the slowest replica) / r
+//	messages = (in + out bytes) · ByteWork / (handling rate) / r
+//	sync     = (2(r-1)/r·P / bandwidth + 2(r-1)·latency + 2·2(r-1)/r·P·ByteWork / handling rate) / (S·r)
+//	link     = max(in, out) / bandwidth / r
+//	window   = max(compute + messages + sync, link)
+//
+// where in is the data window (4·rows·L_0 bytes of float32) for the group
+// of RBM_1 and otherwise the middle result and B_{i-1} (4·(rows·L_{i-1} +
+// L_{i-1})), out likewise for RBM_j (none for the top RBM), as
+// experiments.SimJob counts them; P is the group's parameters W, A, B in
+// float32, averaged by a ring all-reduce (each replica sends and receives
+// 2(r-1)/r·P in 2(r-1) steps) once every S = Job.SyncEvery windows of a
+// replica. The link carries windows while the CPU trains, so it overlaps;
+// credits hide the latency of windows (it counts in the fill). Replicas are
+// fed round-robin, so the slowest paces a group. The pipeline's window is
+// its slowest group's (or the master's link's, streaming every data
+// window), and a run of W windows takes (W-1)·window plus the first
+// window's transit through the groups. Greedy pre-training is predicted on
+// the fastest machine as W windows of every RBM, without the transforms
+// between RBMs, so predicted speed-ups are slightly low. Network and
+// ByteWork have the meaning of experiments.SimNetwork and SimJob.ByteCost,
+// so the simulator can replay any plan.
+//
+// What the model says of the quickstart DBN (784-500-500-2000, K = 10) on
+// equal machines: one machine per RBM is paced by RBM_3 (1.66x at best),
+// and grouping alone cannot do better; replicas can, and replicating the
+// whole DBN is predicted fastest (2.6x on 3 machines, 3.5x on 4, 6.6x on 8
+// at 10 Gb/s): a window's middle result (2560 rows of L_i floats) outweighs
+// an RBM's weights (L_{i-1} rows of L_i floats), so averaging parameters
+// every window costs a replica fewer bytes than a group boundary costs in
+// messages. Replicas alter training, which the model does not price:
+// Options.Tolerance trades time for fewer of them
+// (TestQuickstartFewerCopies).
+//
+// # Search
+//
+// Auto minimises the window in two passes of one dynamic programme: the
+// fastest window T first, then, among plans whose groups all take at most
+// T·(1+Tolerance), the fewest RBM copies (replicas change what an RBM
+// trains on, which the time model does not see), then the fastest. With
+// equal machines the programme runs over prefixes of the RBMs and numbers of
+// machines, choosing the last group's range and replicas, and may leave
+// machines idle: O(L²·M²) groups, exact. With unequal machines it runs over
+// subsets of machines, exact, up to ExactMachines (O(L²·3^M) groups), and
+// beyond that over runs of machines sorted by speed, fastest first and
+// slowest first, a heuristic that gives replicas of a group machines of
+// similar speed. OnePerRBM is the paper's mapping, and Explicit checks and
+// predicts a plan written by hand.
+//
+// What PipeDream's optimizer (msr-fiddle/pipedream,
+// optimizer/optimizer_graph_hierarchical.py, compute_partitioning) gave this
+// package: the recurrence A[i][j][m] = min over a split k and m' replicas of
+// max(A[i][k][m-m'], the last stage's time on m'), a stage's time on m'
+// replicas as (compute + its data-parallel communication, 4(m'-1)/m' times
+// the parameters over the bandwidth) / m' (here a ring all-reduce's
+// 2(m'-1)/m' each way, plus its latency and handling), transfers of
+// activations over m' links as separate max terms, the option of using
+// fewer machines than given, and printing each stage's time and
+// replication. Unlike PipeDream it has no memory constraint (an RBM's
+// parameters are small), no hierarchy of networks, and it charges message
+// handling on the CPU, which this project measured to matter.
+//
+// # Next steps
+//
+// Left for the later steps of issue 14: the cluster.plan key (auto,
+// one-per-rbm, or groups in YAML, checked by Explicit) and a key for
+// Tolerance; the calibration at registration (each slave reports CPUs and
+// SpeedFromRate of a short CD-1 run; ByteWork and ThreadLoss fitted as the
+// simulator fits ByteCost); executing groups (several RBMs per slave,
+// concurrently where it has threads) and replicas (a credit per replica,
+// windows in order at the consumer, a ring all-reduce every S windows,
+// checkpoints and replacement covering replicas) in the protocol core;
+// recording the plan and per group predicted against measured seconds in
+// result.json; letting experiments' simulator replay a plan; splitting one
+// machine's CPUs among groups for local runs; and re-planning when the lower
+// groups finish.
+package plan
