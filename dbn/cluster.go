@@ -43,6 +43,11 @@ func runID(name string) string {
 // object store (the embedded server keeps it in out/jetstream), a lost
 // slave is replaced (a local one restarted), and an interrupted run resumes
 // when `master run` is pointed at the same output folder.
+//
+// The embedded server admits only the identities the master makes afresh
+// at every start (natsnet.Identities): its own, and one per local slave,
+// handed to that slave alone through a pipe; with cluster.slaves > 0, a pool
+// for the slaves started by hand, in out/secrets/slaves.creds.
 func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out string, train *data.Set, stageCfgs []pipeline.StageConfig, shuffleSeed uint64, prog *progress) (*trained, error) {
 	log := opt.Logger
 	rel := cfg.Reliability
@@ -52,24 +57,36 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	}
 	url := cfg.Cluster.NatsURL
 	storeDir := filepath.Join(out, "jetstream")
+	var (
+		emb     *natsnet.Embedded
+		ids     *natsnet.Identities
+		connect []natsnet.Option
+	)
 	if url == "" {
 		eo := natsnet.EmbeddedOptions{}
 		if rel.CheckpointEvery > 0 {
 			eo.StoreDir = storeDir
 		}
-		emb, err := natsnet.StartEmbeddedWith(eo)
-		if err != nil {
+		if ids, err = natsnet.NewIdentities(natsnet.MasterName, slaveUsers(cfg.Cluster.Slaves, len(stageCfgs))); err != nil {
+			return nil, err
+		}
+		eo.Users = ids
+		if emb, err = natsnet.StartEmbeddedWith(eo); err != nil {
 			return nil, err
 		}
 		defer emb.Shutdown()
 		url = emb.URL()
-		log.Info("embedded NATS server started", "url", url, "jetstream", eo.StoreDir)
+		connect = append(connect, ids.Master.Option())
+		log.Info("embedded NATS server started", "url", url, "jetstream", eo.StoreDir, "identities", len(ids.Slaves)+1)
 	}
-	nc, err := natsnet.Connect(url, "pipedbn-master")
+	nc, err := natsnet.Connect(url, "pipedbn-master", connect...)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: cluster.nats_url = %q: %w", cfg.File, cfg.Cluster.NatsURL, err)
 	}
 	defer nc.Drain()
+	if !nc.AuthRequired() {
+		log.Warn("the NATS server asks for no credentials: whoever reaches it can read the data, stop slaves and forge their reports (README: Who may connect)", "nats", url)
+	}
 
 	var store natsnet.Store
 	var js *natsnet.JetStreamStore
@@ -88,14 +105,29 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var local *localSlaves
-	if cfg.Cluster.Slaves == 0 {
+	switch {
+	case cfg.Cluster.Slaves == 0 && emb != nil:
+		local, err = startLocalSlavesAs(ctx, cfg, opt, &localAuth{url: url, creds: ids.Slaves, connected: emb.Connected}, out, len(stageCfgs), cancel)
+	case cfg.Cluster.Slaves == 0:
 		local, err = startLocalSlaves(ctx, cfg, opt, url, out, len(stageCfgs), cancel)
-		if err != nil {
-			return nil, err
+	case emb != nil:
+		// Slaves by hand on this host (the server listens on loopback):
+		// they claim identities of the pool, fresh at every master start.
+		dir := filepath.Join(out, "secrets")
+		pool := filepath.Join(dir, "slaves.creds")
+		if err := writePool(dir, pool, ids.Slaves); err != nil {
+			return nil, fmt.Errorf("slave identities: %w", err)
 		}
-		defer local.stop()
-	} else {
+		log.Info("waiting for slaves", "want", len(stageCfgs), "nats", url, "timeout", cfg.Cluster.JoinTimeout,
+			"identities", len(ids.Slaves), "join_with", fmt.Sprintf("slave --nats %s --credentials %s", url, pool))
+	default:
 		log.Info("waiting for slaves", "want", len(stageCfgs), "nats", url, "timeout", cfg.Cluster.JoinTimeout)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if local != nil {
+		defer local.stop()
 	}
 	saver := newSaver(out, stageCfgs, log)
 	var (
@@ -182,9 +214,11 @@ type localSlaves struct {
 	embedded bool
 	lenient  bool // a slave that dies is replaced, not fatal
 	shared   *cpuGroup
+	auth     *localAuth
 
 	mu       sync.Mutex
 	cmds     map[int]*exec.Cmd
+	exits    map[int]chan struct{} // closed when the process of cmds[i] has ended
 	restarts map[int]int
 	groups   []*cpuGroup
 	exited   sync.WaitGroup
@@ -194,6 +228,50 @@ type localSlaves struct {
 // a slave that keeps dying has a problem a restart does not fix.
 const maxRestarts = 3
 
+// localAuth is how the local slaves of an embedded server get in: slave i
+// (1-based) as identity creds[i-1], which no other process sees.
+type localAuth struct {
+	url   string
+	creds []natsnet.Credential
+	// connected reports whether a connection holds an identity (the
+	// server admits one at a time); nil: never asked.
+	connected func(user string) bool
+}
+
+// localSlaveName is the name, and with a localAuth the NATS user, of local
+// slave i.
+func localSlaveName(i int) string { return fmt.Sprintf("local-%d", i) }
+
+// slaveUsers are the slave identities of the embedded server: one per local
+// slave when the master starts its own (pool == 0), else a pool of that
+// many for the slaves started by hand.
+func slaveUsers(pool, rbms int) []string {
+	var users []string
+	if pool == 0 {
+		for i := 1; i <= rbms; i++ {
+			users = append(users, localSlaveName(i))
+		}
+		return users
+	}
+	for k := 1; k <= pool; k++ {
+		users = append(users, natsnet.SlaveUser(k))
+	}
+	return users
+}
+
+// writePool writes the pool of slave identities to path in dir, both
+// readable by the master's user alone (as `make compose-secrets` makes them).
+func writePool(dir, path string, creds []natsnet.Credential) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return err
+	}
+	return natsnet.WriteCredentials(path, "NATS identities (user:password) of the slaves of one start of `master run`\n"+
+		"on its embedded server: a new start makes new ones. SECRET.", creds)
+}
+
 // startLocalSlaves starts n `slave` processes on url, each capped at
 // cluster.cpus_per_worker CPUs where a cgroup can be made (with
 // cluster.colocate, all of them together in one group of that many CPUs: one
@@ -201,7 +279,18 @@ const maxRestarts = 3
 // slave that exits with an error cancels ctx with a cause naming it and its
 // log; with them, the master notices the loss and restarts it.
 func startLocalSlaves(ctx context.Context, cfg *config.Config, opt Options, url, out string, n int, cancel context.CancelCauseFunc) (*localSlaves, error) {
+	return startLocalSlavesAs(ctx, cfg, opt, &localAuth{url: url}, out, n, cancel)
+}
+
+// startLocalSlavesAs is startLocalSlaves on auth.url, with the slaves'
+// identities in auth: each slave reads its own from an inherited pipe
+// (--credentials /dev/fd/3), so that it is never on disk, in an argument
+// or in the environment.
+func startLocalSlavesAs(ctx context.Context, cfg *config.Config, opt Options, auth *localAuth, out string, n int, cancel context.CancelCauseFunc) (*localSlaves, error) {
 	log := opt.Logger
+	if auth.creds != nil && len(auth.creds) != n {
+		return nil, fmt.Errorf("start local slaves: %d identities for %d slaves", len(auth.creds), n)
+	}
 	command := opt.SlaveCommand
 	if len(command) == 0 {
 		exe, err := os.Executable()
@@ -221,9 +310,10 @@ func startLocalSlaves(ctx context.Context, cfg *config.Config, opt Options, url,
 		threads = workerThreads(cpus)
 	}
 	ls := &localSlaves{
-		ctx: ctx, cancel: cancel, log: log, command: command, url: url, out: out, threads: threads,
+		ctx: ctx, cancel: cancel, log: log, command: command, url: auth.url, out: out, threads: threads,
 		cpus: cpus, colocate: colocate, joinWait: cfg.Cluster.JoinTimeout, embedded: cfg.Cluster.NatsURL == "",
-		lenient: cfg.Reliability.CheckpointEvery > 0, cmds: map[int]*exec.Cmd{}, restarts: map[int]int{},
+		lenient: cfg.Reliability.CheckpointEvery > 0, auth: auth,
+		cmds: map[int]*exec.Cmd{}, exits: map[int]chan struct{}{}, restarts: map[int]int{},
 	}
 	if colocate {
 		g, err := newCPUGroup(fmt.Sprintf("pipedbn-%d-local", os.Getpid()), cpus)
@@ -252,9 +342,9 @@ func startLocalSlaves(ctx context.Context, cfg *config.Config, opt Options, url,
 }
 
 // start starts local slave i, its log in out/slave-<i>.log (appended to
-// on a restart).
+// on a restart), with its identity, if it has one, in a new pipe.
 func (ls *localSlaves) start(i int, again bool) error {
-	name := fmt.Sprintf("local-%d", i)
+	name := localSlaveName(i)
 	logPath := filepath.Join(ls.out, fmt.Sprintf("slave-%d.log", i))
 	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 	if again {
@@ -266,19 +356,37 @@ func (ls *localSlaves) start(i int, again bool) error {
 	}
 	args := append(append([]string{}, ls.command[1:]...), "--nats", ls.url, "--name", name,
 		"--threads", strconv.Itoa(ls.threads), "--join-timeout", ls.joinWait.String())
+	var creds *os.File
+	if ls.auth.creds != nil {
+		if creds, err = credentialsPipe(ls.auth.creds[i-1]); err != nil {
+			logFile.Close()
+			return fmt.Errorf("start local slave %s: %w", name, err)
+		}
+		// ExtraFiles[0] is the child's fd 3.
+		args = append(args, "--credentials", "/dev/fd/3")
+	}
 	cmd := exec.Command(ls.command[0], args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(slaveEnv(ls.embedded), "GOMAXPROCS="+strconv.Itoa(ls.threads))
+	if creds != nil {
+		cmd.ExtraFiles = []*os.File{creds}
+	}
 	// A local slave must not outlive its master, even a killed one: with
 	// the master gone, nobody stores its checkpoint, and a resumed run
 	// wants its name (and, embedded, the server went with the master).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	if creds != nil {
+		creds.Close() // the slave has its own copy now
+	}
+	if err != nil {
 		logFile.Close()
 		return fmt.Errorf("start local slave %s (%s): %w", name, ls.command[0], err)
 	}
+	exited := make(chan struct{})
 	ls.mu.Lock()
 	ls.cmds[i] = cmd
+	ls.exits[i] = exited
 	ls.mu.Unlock()
 	switch {
 	case ls.shared != nil:
@@ -301,6 +409,7 @@ func (ls *localSlaves) start(i int, again bool) error {
 	go func() {
 		defer ls.exited.Done()
 		err := cmd.Wait()
+		close(exited)
 		logFile.Close()
 		if err != nil && ls.ctx.Err() == nil {
 			if ls.lenient {
@@ -323,16 +432,49 @@ func (ls *localSlaves) restart(rbm int, lost string) error {
 	ls.mu.Lock()
 	ls.restarts[i]++
 	n := ls.restarts[i]
-	old := ls.cmds[i]
+	old, exited := ls.cmds[i], ls.exits[i]
 	ls.mu.Unlock()
 	if n > maxRestarts {
 		return fmt.Errorf("local slave %s (rbm %d) was lost %d times; see %s", lost, rbm, n, filepath.Join(ls.out, fmt.Sprintf("slave-%d.log", i)))
 	}
-	if old != nil && old.ProcessState == nil {
+	if old != nil {
 		old.Process.Kill()
+		// The new process gets the same identity, which the server admits
+		// once at a time: the old one's connection must be gone first.
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+		case <-ls.ctx.Done():
+			return context.Cause(ls.ctx)
+		}
+		if ls.auth.connected != nil {
+			for deadline := time.Now().Add(5 * time.Second); ls.auth.connected(lost) && time.Now().Before(deadline); {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
 	}
 	ls.log.Info("restarting local slave", "slave", lost, "rbm", rbm, "restart", n)
 	return ls.start(i, true)
+}
+
+// credentialsPipe returns the read end of a pipe that holds c, one
+// user:password line, the whole of what ReadCredentials reads from it: the
+// write end is closed.
+func credentialsPipe(c natsnet.Credential) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	// A line fits in the pipe's buffer: the write does not wait for a reader.
+	_, err = fmt.Fprintf(w, "%s:%s\n", c.User, c.Password)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // stop waits a little for the slaves to finish, then terminates the rest.
@@ -367,7 +509,7 @@ func (ls *localSlaves) stop() {
 
 // slaveEnv is the environment of a local slave: the master's, less the NATS
 // credentials when the slave talks to the master's own embedded server,
-// which asks for none.
+// which admits only the identity the master hands it.
 func slaveEnv(embedded bool) []string {
 	env := os.Environ()
 	if !embedded {

@@ -522,6 +522,57 @@ func TestMasterCredentialsFromEnvironment(t *testing.T) {
 	}
 }
 
+// TestByHandConfig: nats/by-hand.conf, the server of "A cluster by hand",
+// takes the users `make compose-secrets` writes to ../secrets, listens on
+// loopback unless told otherwise, and refuses a client without credentials.
+func TestByHandConfig(t *testing.T) {
+	dir := t.TempDir()
+	sec, err := Generate(filepath.Join(dir, "secrets"), Options{Slaves: 2, Cost: bcrypt.MinCost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf, err := os.ReadFile(filepath.Join("nats", "by-hand.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "nats"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nats", "by-hand.conf"), conf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(filepath.Join(dir, "nats", "by-hand.conf"))
+	if err != nil {
+		t.Fatalf("nats/by-hand.conf with generated users: %v", err)
+	}
+	if opts.Host != "127.0.0.1" || opts.Port != 4222 || !opts.JetStream || opts.MaxPayload != 8<<20 {
+		t.Errorf("nats/by-hand.conf: listen %s:%d, jetstream %v, max_payload %d; want 127.0.0.1:4222, true, 8MB",
+			opts.Host, opts.Port, opts.JetStream, opts.MaxPayload)
+	}
+	opts.Port = server.RANDOM_PORT
+	opts.StoreDir = t.TempDir()
+	opts.NoLog, opts.NoSigs = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats-server not ready after 10s")
+	}
+	defer func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}()
+	if nc, err := nats.Connect(srv.ClientURL(), nats.MaxReconnects(0)); err == nil {
+		nc.Close()
+		t.Error("connect without credentials: accepted; want refused")
+	}
+	s := &secured{url: srv.ClientURL(), sec: sec}
+	s.connect(t, sec.Master).quiet(t)
+	s.connect(t, s.slave(2)).quiet(t)
+}
+
 func TestGenerate(t *testing.T) {
 	dir := t.TempDir()
 	sec, err := Generate(dir, Options{Slaves: 4, Cost: bcrypt.MinCost})

@@ -1,31 +1,23 @@
 // Package deploy runs pipedbn as containers: it generates the secrets of the
-// docker-compose setup (the NATS users, their permissions and passwords) and
-// holds its tests: the permission tests against an embedded nats-server with
-// the same config file, and the compose end-to-end test (build tag compose).
-// The images, the compose file and the server config are beside it:
-// Dockerfile, ../docker-compose.yml, nats/.
+// docker-compose setup (the NATS users, their permissions and passwords:
+// natsnet.Identities, the accounts config rendered from natsnet's template
+// with bcrypt hashes) and holds its tests: the permission tests against an
+// embedded nats-server with the same config file, and the compose
+// end-to-end test (build tag compose). The images, the compose file and the
+// server config are beside it: Dockerfile, ../docker-compose.yml, nats/.
 package deploy
 
 import (
-	"bytes"
-	"crypto/rand"
-	_ "embed"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
-	"text/template"
 
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
 )
-
-//go:embed nats/users.conf.tmpl
-var usersTemplate string
 
 // File names in the secrets folder.
 const (
@@ -47,11 +39,11 @@ func SlaveFile(k int) string { return fmt.Sprintf("slave-%d.creds", k) }
 const MasterUser = "master"
 
 // SlaveUser is the NATS user, and so the slave name, of identity k.
-func SlaveUser(k int) string { return fmt.Sprintf("slave-%d", k) }
+func SlaveUser(k int) string { return natsnet.SlaveUser(k) }
 
 // MaxSlaves bounds Options.Slaves: every slave account imports from every
 // other, so the config grows with its square.
-const MaxSlaves = 128
+const MaxSlaves = natsnet.MaxSlaveIdentities
 
 // Options configure Generate.
 type Options struct {
@@ -67,24 +59,11 @@ type Options struct {
 }
 
 // Secrets are the identities Generate made.
-type Secrets struct {
-	Master natsnet.Credential
-	Slaves []natsnet.Credential
-}
+type Secrets = natsnet.Identities
 
 // ErrExist is returned when the folder already holds secrets and
 // Options.Force is not set.
 var ErrExist = errors.New("deploy: secrets exist")
-
-type userData struct {
-	User, Hash, Account string
-}
-
-type slaveData struct {
-	userData
-	Others        []userData
-	OtherAccounts string
-}
 
 // Generate writes fresh secrets to dir (made 0700, files 0600): the NATS
 // server's users file, the master's identity, the pool of slave identities
@@ -108,63 +87,28 @@ func Generate(dir string, o Options) (*Secrets, error) {
 		}
 	}
 
-	var sec Secrets
-	newUser := func(user, account string) (natsnet.Credential, userData, error) {
-		var b [24]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return natsnet.Credential{}, userData{}, err
-		}
-		pass := base64.RawURLEncoding.EncodeToString(b[:])
+	slaves := make([]string, o.Slaves)
+	for k := range slaves {
+		slaves[k] = SlaveUser(k + 1)
+	}
+	sec, err := natsnet.NewIdentities(MasterUser, slaves)
+	if err != nil {
+		return nil, err
+	}
+	conf, err := sec.ServerConfig(func(pass string) (string, error) {
 		hash, err := bcrypt.GenerateFromPassword([]byte(pass), o.Cost)
-		if err != nil {
-			return natsnet.Credential{}, userData{}, err
-		}
-		return natsnet.Credential{User: user, Password: pass}, userData{user, string(hash), account}, nil
-	}
-	cred, master, err := newUser(MasterUser, "MASTER")
+		return string(hash), err
+	})
 	if err != nil {
-		return nil, err
-	}
-	sec.Master = cred
-	users := make([]userData, o.Slaves)
-	for k := range users {
-		if cred, users[k], err = newUser(SlaveUser(k+1), fmt.Sprintf("SLAVE_%d", k+1)); err != nil {
-			return nil, err
-		}
-		sec.Slaves = append(sec.Slaves, cred)
-	}
-	data := struct {
-		Master        userData
-		Slaves        []slaveData
-		SlaveAccounts string
-	}{Master: master}
-	var all []string
-	for k, u := range users {
-		others := append(append([]userData{}, users[:k]...), users[k+1:]...)
-		var names []string
-		for _, x := range others {
-			names = append(names, x.Account)
-		}
-		data.Slaves = append(data.Slaves, slaveData{u, others, strings.Join(names, ", ")})
-		all = append(all, u.Account)
-	}
-	data.SlaveAccounts = strings.Join(all, ", ")
-	tmpl, err := template.New("users.conf").Parse(usersTemplate)
-	if err != nil {
-		return nil, err
-	}
-	var conf bytes.Buffer
-	if err := tmpl.Execute(&conf, data); err != nil {
 		return nil, err
 	}
 
-	files := map[string][]byte{
-		UsersFile:  conf.Bytes(),
-		MasterFile: creds(sec.Master),
-		SlavesFile: creds(sec.Slaves...),
+	files := map[string][]natsnet.Credential{
+		MasterFile: {sec.Master},
+		SlavesFile: sec.Slaves,
 	}
 	for k, c := range sec.Slaves {
-		files[SlaveFile(k+1)] = creds(c)
+		files[SlaveFile(k+1)] = []natsnet.Credential{c}
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -182,22 +126,18 @@ func Generate(dir string, o Options) (*Secrets, error) {
 			}
 		}
 	}
-	for name, b := range files {
-		if err := writeSecret(filepath.Join(dir, name), b); err != nil {
+	if err := writeSecret(filepath.Join(dir, UsersFile), conf); err != nil {
+		return nil, err
+	}
+	for name, cs := range files {
+		if err := natsnet.WriteCredentials(filepath.Join(dir, name), credsComment, cs); err != nil {
 			return nil, err
 		}
 	}
-	return &sec, nil
+	return sec, nil
 }
 
-func creds(cs ...natsnet.Credential) []byte {
-	var b bytes.Buffer
-	b.WriteString("# NATS identities for pipedbn (user:password), made by `make compose-secrets`. SECRET.\n")
-	for _, c := range cs {
-		fmt.Fprintf(&b, "%s:%s\n", c.User, c.Password)
-	}
-	return b.Bytes()
-}
+const credsComment = "NATS identities for pipedbn (user:password), made by `make compose-secrets`. SECRET."
 
 // writeSecret writes b to path, readable by its owner only (CreateTemp's
 // mode), replacing the file whole.

@@ -2,9 +2,11 @@ package natsnet
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/nats-io/nats.go"
@@ -20,6 +22,17 @@ const CredentialsEnv = "PIPEDBN_NATS_CREDENTIALS"
 type Credential struct {
 	User, Password string
 }
+
+// Option is a NATS connection option, for Connect: its callers need not
+// import nats.go.
+type Option = nats.Option
+
+// Option is the connection option that connects as c.
+func (c Credential) Option() Option { return nats.UserInfo(c.User, c.Password) }
+
+// SlaveUser is the user, and so the slave name, of identity k (1-based) of
+// a pool of slave identities.
+func SlaveUser(k int) string { return fmt.Sprintf("slave-%d", k) }
 
 // ErrIdentitiesInUse is returned when every identity a slave may claim is
 // held by another connection.
@@ -62,6 +75,39 @@ func ReadCredentials(path string) ([]Credential, error) {
 	return creds, nil
 }
 
+// WriteCredentials writes creds to path in ReadCredentials' format, headed
+// by comment (each of its lines made a '#' line), readable by its owner
+// only: a new file of mode 0600 replaces the old one whole, so that no
+// reader ever sees half a file or a wider mode.
+func WriteCredentials(path, comment string, creds []Credential) error {
+	var b bytes.Buffer
+	if comment != "" {
+		for _, l := range strings.Split(strings.TrimRight(comment, "\n"), "\n") {
+			b.WriteString(strings.TrimRight("# "+l, " ") + "\n")
+		}
+	}
+	for _, c := range creds {
+		fmt.Fprintf(&b, "%s:%s\n", c.User, c.Password)
+	}
+	// CreateTemp makes the file 0600.
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path))
+	if err != nil {
+		return fmt.Errorf("credentials: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b.Bytes()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("credentials: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("credentials: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("credentials: %w", err)
+	}
+	return nil
+}
+
 // envCredentials returns the connection option for the one identity in the
 // file CredentialsEnv names, or nil when the variable is unset.
 func envCredentials() (nats.Option, error) {
@@ -92,11 +138,11 @@ func hasAuth(opts []nats.Option) bool {
 
 // claimIdentity connects as the first of creds the server admits. The
 // server's config gives every slave identity its own account limited to one
-// connection (deploy/nats), so slaves that share one pool, such as the
+// connection (Identities.ServerConfig), so slaves that share one pool, such as the
 // replicas of a compose service, each end up with an identity of their own.
 func claimIdentity(url, name string, creds []Credential, opts []nats.Option) (*nats.Conn, Credential, error) {
 	for _, c := range creds {
-		all := append(append([]nats.Option{}, opts...), nats.UserInfo(c.User, c.Password))
+		all := append(append([]nats.Option{}, opts...), c.Option())
 		nc, err := Connect(url, name+c.User, all...)
 		if err == nil {
 			return nc, c, nil

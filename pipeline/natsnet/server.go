@@ -10,7 +10,8 @@ import (
 // Embedded is a nats-server running inside this process, on a free port of
 // the loopback interface: the no-setup default of `master run`.
 type Embedded struct {
-	srv *server.Server
+	srv   *server.Server
+	users *Identities
 }
 
 // EmbeddedOptions configure an embedded server.
@@ -21,6 +22,11 @@ type EmbeddedOptions struct {
 	// run's checkpoints then survive a restart of the master (and of the
 	// server).
 	StoreDir string
+	// Users, if set, are the only identities the server admits, each with
+	// the permissions of its role (Identities.ServerConfig); JetStream is
+	// the master's. Nil admits anyone who reaches the port, with every
+	// permission: only for tests.
+	Users *Identities
 }
 
 // StartEmbedded starts a nats-server on 127.0.0.1 and a random free port,
@@ -33,18 +39,25 @@ func StartEmbeddedWith(o EmbeddedOptions) (*Embedded, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
-	opts := &server.Options{
-		Host:      "127.0.0.1",
-		Port:      port,
-		JetStream: o.StoreDir != "",
-		StoreDir:  o.StoreDir,
-		NoLog:     true,
-		NoSigs:    true,
-		// Windows travel in fragments of at most MaxPayload; 8 MB keeps the
-		// fragment count low for large windows.
-		MaxPayload: 8 << 20,
-		MaxPending: 256 << 20,
+	opts := &server.Options{}
+	if o.Users != nil {
+		conf, err := o.Users.ServerConfig(nil)
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats-server: %w", err)
+		}
+		// From a string: the passwords, in clear here, never touch a disk.
+		if err := opts.ProcessConfigString(string(conf)); err != nil {
+			return nil, fmt.Errorf("embedded nats-server: accounts config: %w", err)
+		}
 	}
+	// Loopback only, whatever the config: nothing outside this host can
+	// reach the server.
+	opts.Host, opts.Port = "127.0.0.1", port
+	opts.JetStream, opts.StoreDir = o.StoreDir != "", o.StoreDir
+	opts.NoLog, opts.NoSigs = true, true
+	// Windows travel in fragments of at most MaxPayload; 8 MB keeps the
+	// fragment count low for large windows.
+	opts.MaxPayload, opts.MaxPending = 8<<20, 256<<20
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats-server: %w", err)
@@ -54,7 +67,7 @@ func StartEmbeddedWith(o EmbeddedOptions) (*Embedded, error) {
 		srv.Shutdown()
 		return nil, fmt.Errorf("embedded nats-server: not ready after 10s")
 	}
-	return &Embedded{srv: srv}, nil
+	return &Embedded{srv: srv, users: o.Users}, nil
 }
 
 // URL is the server's client URL, e.g. nats://127.0.0.1:39421.
@@ -64,4 +77,18 @@ func (e *Embedded) URL() string { return e.srv.ClientURL() }
 func (e *Embedded) Shutdown() {
 	e.srv.Shutdown()
 	e.srv.WaitForShutdown()
+}
+
+// Connected reports whether a client is connected as user, one of the
+// server's Identities; false on a server without them.
+func (e *Embedded) Connected(user string) bool {
+	if e.users == nil {
+		return false
+	}
+	name := e.users.account(user)
+	if name == "" {
+		return false
+	}
+	acc, err := e.srv.LookupAccount(name)
+	return err == nil && acc.NumLocalConnections() > 0
 }

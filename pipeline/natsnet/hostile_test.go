@@ -1,0 +1,372 @@
+package natsnet
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// securedEmbedded starts an embedded server the way `master run` does
+// (dbn's pretrainNATS): fresh identities for the master and one per local
+// slave, on loopback.
+func securedEmbedded(t *testing.T, storeDir string, slaves ...string) (*Embedded, *Identities) {
+	t.Helper()
+	ids, err := NewIdentities(MasterName, slaves)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := StartEmbeddedWith(EmbeddedOptions{StoreDir: storeDir, Users: ids})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	return srv, ids
+}
+
+// hostile is a client connection whose asynchronous errors (the server's
+// refusals of publishes and subscriptions) are collected.
+type hostile struct {
+	*nats.Conn
+	errs chan error
+}
+
+func dialAs(url string, opts ...nats.Option) (*hostile, error) {
+	errs := make(chan error, 16)
+	opts = append(opts, nats.MaxReconnects(0), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		select {
+		case errs <- err:
+		default:
+		}
+	}))
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &hostile{nc, errs}, nil
+}
+
+func mustDial(t *testing.T, url string, c Credential) *hostile {
+	t.Helper()
+	h, err := dialAs(url, c.Option())
+	if err != nil {
+		t.Fatalf("connect as %s: %v", c.User, err)
+	}
+	t.Cleanup(h.Close)
+	return h
+}
+
+// refused waits for the server to refuse what c did on subject.
+func (c *hostile) refused(t *testing.T, what, subject string) {
+	t.Helper()
+	select {
+	case err := <-c.errs:
+		if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), `"`+subject+`"`) {
+			t.Errorf("%s on %s: async error %v; want a permissions violation for it", what, subject, err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("%s on %s: no permissions violation after 5s; want one", what, subject)
+	}
+}
+
+// quiet checks that the server refused nothing of c's so far.
+func (c *hostile) quiet(t *testing.T) {
+	t.Helper()
+	if err := c.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-c.errs:
+		t.Errorf("%s: unexpected async error %v", c.Opts.User, err)
+	default:
+	}
+}
+
+// TestEmbeddedRefusesHostileClients: on the default embedded server, a
+// local process without credentials cannot connect, and one that holds a
+// slave's identity can neither pass for the master (control), nor for
+// another slave (its reports, its middle results), nor hold the identity
+// twice.
+func TestEmbeddedRefusesHostileClients(t *testing.T) {
+	t.Parallel()
+	srv, ids := securedEmbedded(t, "", "local-1", "local-2", "local-3")
+	if u, err := url.Parse(srv.URL()); err != nil || u.Hostname() != "127.0.0.1" {
+		t.Errorf("URL() = %s; want a server on 127.0.0.1 alone", srv.URL())
+	}
+	const run = "r-1"
+	a, b := ids.Slaves[0], ids.Slaves[1]
+
+	t.Run("no credentials", func(t *testing.T) {
+		for _, opts := range [][]nats.Option{
+			nil,
+			{nats.UserInfo(a.User, "not-the-password")},
+			{nats.UserInfo(a.User, b.Password)},
+			{nats.UserInfo(ids.Master.User, a.Password)},
+			{nats.UserInfo("slave-1", a.Password)},
+		} {
+			h, err := dialAs(srv.URL(), opts...)
+			if err == nil {
+				h.Close()
+				t.Fatalf("connect with %d options: accepted; want refused", len(opts))
+			}
+			if !errors.Is(err, nats.ErrAuthorization) {
+				t.Errorf("connect: %v; want %v", err, nats.ErrAuthorization)
+			}
+		}
+		// natsnet's own Connect, as a slave without its identity would.
+		if os.Getenv(CredentialsEnv) != "" {
+			return
+		}
+		if nc, err := Connect(srv.URL(), "no-one"); err == nil {
+			nc.Close()
+			t.Error("Connect without credentials: accepted; want refused")
+		} else if !errors.Is(err, nats.ErrAuthorization) {
+			t.Errorf("Connect without credentials: %v; want %v", err, nats.ErrAuthorization)
+		}
+	})
+
+	t.Run("forged messages", func(t *testing.T) {
+		master := mustDial(t, srv.URL(), ids.Master)
+		slaveB := mustDial(t, srv.URL(), b)
+		hostA := mustDial(t, srv.URL(), a)
+		// Listeners that would receive the forgeries if the server let them
+		// through.
+		got := make(chan string, 16)
+		listen := func(c *hostile, subject string) {
+			if _, err := c.Subscribe(subject, func(m *nats.Msg) { got <- m.Subject }); err != nil {
+				t.Fatal(err)
+			}
+			c.quiet(t)
+		}
+		listen(slaveB, ctlSubject(b.User))
+		listen(slaveB, "pipedbn.data.*.*")
+		listen(master, "pipedbn.report.*.*")
+		listen(master, "pipedbn.credit.*.*")
+		for _, subject := range []string{
+			ctlSubject(b.User),           // a Stop for another slave
+			ctlSubject(a.User),           // a Stop, Assign or Admission of its own making
+			reportSubject(run, b.User),   // another slave's Error, Status or Weights
+			dataSubject(run, b.User),     // another slave's middle results
+			dataSubject(run, MasterName), // the training data
+			creditSubject(run, b.User),   // another slave's credits
+			"$JS.API.INFO",               // the master's checkpoints
+		} {
+			if err := hostA.Publish(subject, []byte("forged")); err != nil {
+				t.Fatal(err)
+			}
+			hostA.refused(t, "publish as "+a.User, subject)
+		}
+		master.Flush()
+		slaveB.Flush()
+		select {
+		case s := <-got:
+			t.Errorf("a forged message on %s was delivered", s)
+		case <-time.After(200 * time.Millisecond):
+		}
+		// What a slave may send still arrives: the refusals are the
+		// permissions, not a broken server.
+		if err := hostA.Publish(reportSubject(run, a.User), []byte("status")); err != nil {
+			t.Fatal(err)
+		}
+		hostA.quiet(t)
+		select {
+		case s := <-got:
+			if s != reportSubject(run, a.User) {
+				t.Errorf("got a message on %s; want %s", s, reportSubject(run, a.User))
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s's own report did not reach the master", a.User)
+		}
+	})
+
+	t.Run("identity held once", func(t *testing.T) {
+		first := mustDial(t, srv.URL(), a)
+		if !srv.Connected(a.User) {
+			t.Errorf("Connected(%s) = false while it is connected; want true", a.User)
+		}
+		if h, err := dialAs(srv.URL(), a.Option()); err == nil {
+			h.Close()
+			t.Fatalf("second connection as %s: accepted; want refused", a.User)
+		} else if !errors.Is(err, nats.ErrMaxAccountConnectionsExceeded) {
+			t.Fatalf("second connection as %s: %v; want %v", a.User, err, nats.ErrMaxAccountConnectionsExceeded)
+		}
+		first.Close()
+		checkFor(t, 5*time.Second, func() error {
+			if srv.Connected(a.User) {
+				return errors.New(a.User + " is still connected")
+			}
+			return nil
+		})
+		mustDial(t, srv.URL(), a).quiet(t) // free again
+	})
+}
+
+// TestEmbeddedCheckpointsSurviveNewIdentities: the checkpoint store is in
+// the master's account, and a restarted master (new process, new
+// passwords, same store folder) finds it there; no slave identity reaches
+// it.
+func TestEmbeddedCheckpointsSurviveNewIdentities(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	srv, ids := securedEmbedded(t, dir, "local-1", "local-2")
+	nc, err := Connect(srv.URL(), "pipedbn-master", ids.Master.Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := OpenJetStreamStore(ctx, nc, "resumed")
+	if err != nil {
+		t.Fatalf("JetStream store in the master's account: %v", err)
+	}
+	if err := store.Put(ctx, "rbm-1", []byte("weights")); err != nil {
+		t.Fatal(err)
+	}
+	// The refusals reach the slave asynchronously: it only sees no answer.
+	slave, err := Connect(srv.URL(), "pipedbn-slave", ids.Slaves[0].Option(), nats.MaxReconnects(0),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, scancel := context.WithTimeout(ctx, time.Second)
+	if _, err := OpenJetStreamStore(sctx, slave, "resumed"); err == nil {
+		t.Error("a slave identity opened the master's checkpoint store")
+	}
+	scancel()
+	slave.Close()
+	nc.Close()
+	srv.Shutdown()
+
+	srv2, ids2 := securedEmbedded(t, dir, "local-1", "local-2")
+	if ids2.Master.Password == ids.Master.Password {
+		t.Fatal("the restarted master got the same password")
+	}
+	if _, err := Connect(srv2.URL(), "old", ids.Master.Option(), nats.MaxReconnects(0)); !errors.Is(err, nats.ErrAuthorization) {
+		t.Errorf("the first start's master password on the second: %v; want %v", err, nats.ErrAuthorization)
+	}
+	nc2, err := Connect(srv2.URL(), "pipedbn-master", ids2.Master.Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc2.Close()
+	store2, err := OpenJetStreamStore(ctx, nc2, "resumed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := store2.Get(ctx, "rbm-1")
+	if err != nil || string(got) != "weights" {
+		t.Errorf("after the restart the store holds %q, %v; want %q", got, err, "weights")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "jetstream", MasterAccount)); err != nil {
+		t.Errorf("the store is not kept under the master's account: %v", err)
+	}
+}
+
+func TestNewIdentities(t *testing.T) {
+	t.Parallel()
+	ids, err := NewIdentities(MasterName, []string{"local-1", "local-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, c := range append([]Credential{ids.Master}, ids.Slaves...) {
+		if len(c.Password) != 32 || seen[c.Password] { // 24 bytes, base64
+			t.Errorf("%s: password of %d characters (or a repeat); want 32, each its own", c.User, len(c.Password))
+		}
+		seen[c.Password] = true
+	}
+	if ids.Master.User != MasterName || ids.Slaves[1].User != "local-2" {
+		t.Errorf("users %s, %v; want %s and the slaves in order", ids.Master.User, ids.Slaves, MasterName)
+	}
+	many := make([]string, MaxSlaveIdentities+1)
+	for k := range many {
+		many[k] = SlaveUser(k + 1)
+	}
+	for _, tc := range []struct {
+		master string
+		slaves []string
+	}{
+		{MasterName, nil},
+		{MasterName, many},
+		{MasterName, []string{"local-1", "local-1"}},
+		{MasterName, []string{"local-1", MasterName}},
+		{"boss", []string{"boss"}},
+		{MasterName, []string{"a.b"}},
+		{MasterName, []string{"*"}},
+		{"bad\"user", []string{"local-1"}},
+	} {
+		if _, err := NewIdentities(tc.master, tc.slaves); err == nil {
+			t.Errorf("NewIdentities(%q, %d slaves %.3q): no error", tc.master, len(tc.slaves), tc.slaves)
+		}
+	}
+
+	// A config for a disk holds what hash makes of the passwords, never
+	// the passwords.
+	conf, err := ids.ServerConfig(func(p string) (string, error) { return "hashed-" + p[:4], nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append([]Credential{ids.Master}, ids.Slaves...) {
+		if strings.Contains(string(conf), c.Password) {
+			t.Errorf("the hashed config holds %s's password", c.User)
+		}
+		if !strings.Contains(string(conf), `"hashed-`+c.Password[:4]+`"`) {
+			t.Errorf("the hashed config lacks %s's hash", c.User)
+		}
+	}
+	if _, err := ids.ServerConfig(func(string) (string, error) { return `x"y`, nil }); err == nil {
+		t.Error("ServerConfig with a hash that ends the quote: no error")
+	}
+	if _, err := ids.ServerConfig(func(string) (string, error) { return "", errors.New("no") }); err == nil {
+		t.Error("ServerConfig with a failing hash: no error")
+	}
+}
+
+func TestWriteCredentials(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "pool.creds")
+	want := []Credential{{"slave-1", "a:b"}, {"slave-2", "c"}}
+	for range 2 { // the second replaces the first
+		if err := WriteCredentials(path, "two slaves\nSECRET.", want); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+	got, err := ReadCredentials(path)
+	if err != nil || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("ReadCredentials(WriteCredentials(%v)) = %v, %v", want, got, err)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(b), "# two slaves\n# SECRET.\n") {
+		t.Errorf("file starts %q; want the comment as # lines", b)
+	}
+	if m, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".tmp-*")); len(m) > 0 {
+		t.Errorf("temporary files left: %v", m)
+	}
+}
+
+// checkFor polls f until it returns nil or the time is up.
+func checkFor(t *testing.T, total time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %v", total, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
