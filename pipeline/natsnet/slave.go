@@ -40,7 +40,7 @@ type SlaveOptions struct {
 	// it claims the first the server admits (see ReadCredentials) and
 	// takes its user as its name; with Name set, only the identity of that
 	// user. A secured server lets a slave publish only on subjects named
-	// after its user (deploy/nats), so name and user must agree.
+	// after its user (users.conf.tmpl), so name and user must agree.
 	Credentials []Credential
 
 	// WindowDelay, if set, makes the slave sleep after every window: it
