@@ -80,6 +80,14 @@ const (
 	MaxLearningRate = 10
 	// MaxCPUsPerWorker bounds cluster.cpus_per_worker.
 	MaxCPUsPerWorker = 4096
+	// MaxSize bounds every size a BLAS call takes (dbn.layers, the batch
+	// sizes: OpenBLAS takes them as 32-bit ints and would wrap a larger
+	// one) and the counts that multiply with them, so that no product of
+	// two overflows 64 bits: pretrain.k_batches and the rows of a window
+	// (pretrain.k_batches x pretrain.batch_size), pretrain.epochs, the data
+	// limits (32-bit in IDX headers anyway). A product of sizes may exceed
+	// it: OpenBLAS indexes a W of more than 2^31 values in 64 bits.
+	MaxSize = math.MaxInt32
 )
 
 // Validate checks every value and reports all problems at once (a Problems
@@ -108,6 +116,15 @@ func (c *Config) Validate() error {
 			bad(key, val, "must be >= %d", min)
 		}
 	}
+	// size is atLeast with MaxSize above.
+	size := func(key string, val, min int, what string) {
+		if val > MaxSize {
+			bad(key, val, "must be at most %d: %s", MaxSize, what)
+		} else {
+			atLeast(key, val, min)
+		}
+	}
+	const blasSize = "BLAS takes 32-bit sizes"
 	// Each test is written !(in range) so that NaN, for which every
 	// comparison is false, is refused too: every float must be finite.
 	rate := func(key string, val float64, note string) {
@@ -137,8 +154,8 @@ func (c *Config) Validate() error {
 			bad("data.dir", c.Data.Dir, "is not a directory")
 		}
 	}
-	atLeast("data.train_limit", c.Data.TrainLimit, 0)
-	atLeast("data.test_limit", c.Data.TestLimit, 0)
+	size("data.train_limit", c.Data.TrainLimit, 0, "examples are counted in 32 bits")
+	size("data.test_limit", c.Data.TestLimit, 0, "examples are counted in 32 bits")
 	if (c.Data.Source == FashionMNIST || c.Data.Source == IDX) && (c.Data.TrainLimit > 0 || c.Data.TestLimit > 0) {
 		// Only the headers are read; a bad file is reported when the data
 		// is loaded.
@@ -156,17 +173,19 @@ func (c *Config) Validate() error {
 		bad("dbn.layers", c.DBN.Layers, "needs at least 2 sizes (visible, then hidden): one RBM per adjacent pair")
 	}
 	for i, n := range c.DBN.Layers {
-		if n < 1 {
-			bad(fmt.Sprintf("dbn.layers[%d]", i), n, "must be >= 1")
-		}
+		size(fmt.Sprintf("dbn.layers[%d]", i), n, 1, blasSize)
 	}
 	enumOK("dbn.visible")
 
 	p := c.Pretrain
 	enumOK("pretrain.mode")
-	atLeast("pretrain.epochs", p.Epochs, 1)
-	atLeast("pretrain.batch_size", p.BatchSize, 1)
-	atLeast("pretrain.k_batches", p.KBatches, 1)
+	size("pretrain.epochs", p.Epochs, 1, "epochs x mini-batches per epoch are counted in 64 bits")
+	size("pretrain.batch_size", p.BatchSize, 1, blasSize)
+	const windowValues = "a window's values, rows x layer width, are counted in 64 bits"
+	size("pretrain.k_batches", p.KBatches, 1, windowValues)
+	if p.KBatches >= 1 && p.BatchSize >= 1 && p.KBatches <= MaxSize && p.BatchSize <= MaxSize && p.KBatches*p.BatchSize > MaxSize {
+		bad("pretrain.k_batches", p.KBatches, "times pretrain.batch_size = %d gives %d rows per window: must be at most %d (%s)", p.BatchSize, p.KBatches*p.BatchSize, MaxSize, windowValues)
+	}
 	atLeast("pretrain.cd_k", p.CDK, 1)
 	enumOK("pretrain.middle")
 	rate("pretrain.learning_rate.initial", p.LearningRate.Initial, "")
@@ -206,7 +225,7 @@ func (c *Config) Validate() error {
 
 	f := c.Finetune
 	atLeast("finetune.epochs", f.Epochs, 0)
-	atLeast("finetune.batch_size", f.BatchSize, 1)
+	size("finetune.batch_size", f.BatchSize, 1, blasSize)
 	rate("finetune.learning_rate", f.LearningRate, "")
 	fraction("finetune.momentum", f.Momentum)
 	if f.LearningRateFinal != 0 {

@@ -130,6 +130,10 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		out = cfg.OutDir()
 	}
 
+	// Refuse what cannot fit before the data is loaded or an RBM allocated.
+	if err := CheckLimits(cfg, log); err != nil {
+		return nil, err
+	}
 	t0 := time.Now()
 	train, test, err := LoadData(cfg)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/dbn"
 )
 
 // SweepRun is one run of a sweep: one combination of the swept values, one
@@ -67,8 +68,9 @@ var sweepForbidden = map[string]string{
 
 // PlanSweep expands the sweep section of cfg (loaded from cfg.File) into its
 // runs, writing under dir. It loads and validates the config of every
-// combination, so that bad sweep input stops the sweep before any run
-// starts, with one line naming the file, the key and the value.
+// combination, and checks that its run fits this machine (dbn.CheckLimits),
+// so that bad sweep input stops the sweep before any run starts, with one
+// line naming the file, the key and the value.
 func PlanSweep(cfg *config.Config, dir string) (*SweepPlan, error) {
 	file := cfg.File
 	plan := &SweepPlan{File: file, Name: cfg.Name, Dir: dir, Repeats: cfg.Sweep.Repeats}
@@ -142,6 +144,12 @@ func PlanSweep(cfg *config.Config, dir string) (*SweepPlan, error) {
 					return nil, fmt.Errorf("config %s: sweep run %s: %s", file, strings.Join(cb.sets, " "),
 						strings.TrimPrefix(err.Error(), "config "+file+": "))
 				}
+			}
+			// A run that cannot fit this machine stops the sweep before
+			// any run starts.
+			if err := dbn.CheckLimits(cb.cfg, nil); err != nil {
+				return nil, fmt.Errorf("config %s: sweep run %s: %s", file, strings.Join(cb.sets, " "),
+					strings.TrimPrefix(err.Error(), "config "+file+": "))
 			}
 			cb.name = uniqueName(names, strings.Join(parts, "_"), id)
 			combos = append(combos, cb)
