@@ -21,6 +21,7 @@ import (
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/data"
 	"github.com/pipedbn/pipedbn/finetune"
+	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
 )
 
@@ -31,14 +32,13 @@ import (
 const processOverhead = 64 << 20
 
 // Message limits. natsMaxMessage is the longest message a NATS endpoint
-// takes in: the MaxTotal of the zero messages.ReassemblerConfig that
-// natsnet's endpoints use (TestNATSMaxMessage pins it); a longer one is
-// dropped as unreadable, and a run whose weights are dropped so never
+// takes in (natsnet's reassemblers have the default limits); a longer one
+// is dropped as unreadable, and a run whose weights are dropped so never
 // ends. codecMaxBody is the longest body the wire codec encodes (a uint32
 // length): an in-memory run encodes its checkpoints and weights into its
 // store.
 const (
-	natsMaxMessage = 128 << 20
+	natsMaxMessage = messages.DefaultMaxMessage
 	codecMaxBody   = math.MaxUint32
 )
 
@@ -361,6 +361,16 @@ func checkMessages(cfg *config.Config) error {
 		}
 	}
 	return nil
+}
+
+// MemoryLimit returns what this process may use: the smaller of this
+// machine's MemAvailable and its cgroup's memory limit; false when neither
+// is known. CheckLimits compares its estimates with it; a command may make
+// it the Go runtime's soft limit (debug.SetMemoryLimit), so that a heap the
+// estimate fits does not grow to twice that before it is collected.
+func MemoryLimit() (int64, bool) {
+	lim, ok := readMemoryLimit(os.DirFS("/"))
+	return lim.bytes, ok
 }
 
 // memoryLimit is what this process may use, and where that figure comes

@@ -158,13 +158,18 @@ type ReassemblerConfig struct {
 	// is charged its full length, plus 64 bytes per part, from its first
 	// fragment on; one that does not fit evicts the oldest. Default 256 MiB.
 	MaxBytes int64
-	// MaxTotal is the longest payload accepted. Default 128 MiB.
+	// MaxTotal is the longest payload accepted. Default DefaultMaxMessage.
 	MaxTotal int
 	// Recent is how many finished (completed or evicted) messages are
 	// remembered so that their late or duplicated fragments are dropped
 	// instead of starting them anew. Default 1024.
 	Recent int
 }
+
+// DefaultMaxMessage is the longest message a Reassembler with default
+// limits (every NATS endpoint's) accepts: 128 MiB. A longer one is
+// rejected as too large.
+const DefaultMaxMessage = 128 << 20
 
 func (c ReassemblerConfig) withDefaults() ReassemblerConfig {
 	if c.MaxMessages <= 0 {
@@ -174,7 +179,7 @@ func (c ReassemblerConfig) withDefaults() ReassemblerConfig {
 		c.MaxBytes = 256 << 20
 	}
 	if c.MaxTotal <= 0 {
-		c.MaxTotal = 128 << 20
+		c.MaxTotal = DefaultMaxMessage
 	}
 	if c.Recent <= 0 {
 		c.Recent = 1024

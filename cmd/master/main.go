@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -41,6 +42,11 @@ Config keys and defaults: ../shared/CONTRACT.md and configs/ in the repository.
 var errUsage = errors.New("usage")
 
 func main() {
+	if lim, ok := dbn.MemoryLimit(); ok && os.Getenv("GOMEMLIMIT") == "" {
+		// The memory check admits runs whose live heap fits; without a
+		// soft limit the heap may grow to twice that between collections.
+		debug.SetMemoryLimit(lim)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stderr)
 	stop()
