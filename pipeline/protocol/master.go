@@ -210,6 +210,12 @@ func (m *Master) send(to string, msg messages.Message) {
 
 func (m *Master) store(op StoreOp) { m.out.Store = append(m.out.Store, op) }
 
+// suspicious counts the rejections that no resend explains: corrupt,
+// foreign, misshapen or stale input.
+func suspicious(r messages.Rejections) uint64 {
+	return r.Total() - r[messages.RejectDuplicate] - r[messages.RejectGap]
+}
+
 // Rejected counts an input the driver dropped before the master saw it
 // (unreadable, or of a kind its subject does not carry).
 func (m *Master) Rejected(reason messages.RejectReason) { m.rejected.Add(reason) }
@@ -420,7 +426,13 @@ func (m *Master) status(i int, msg *messages.Status) {
 		Rejected: msg.Rejected.Total(),
 	}
 	if msg.Rejected.Total() > s.rejected.Total() {
-		m.log.Warn("a slave dropped messages on its input", "slave", s.slave, "rbm", i, "rejected", msg.Rejected.String())
+		// Duplicates and gaps come with resends, after a loss; the rest is
+		// input nobody should have sent.
+		log := m.log.Warn
+		if suspicious(msg.Rejected) == suspicious(s.rejected) {
+			log = m.log.Info
+		}
+		log("a slave dropped messages on its input", "slave", s.slave, "rbm", i, "rejected", msg.Rejected.String())
 	}
 	s.batches, s.rejected = msg.Batches, msg.Rejected
 	s.confirmed, s.from = true, nil
