@@ -233,14 +233,23 @@ func TestSpareSlaveIsNotAnError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const slaves = 3 // one more than the RBMs
+	cfgs := stageConfigs([]int{9, 6, 4}, 1, 4, 1)
+	ran := make(chan error, 1)
+	go func() {
+		_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{RunID: "spare", Stages: cfgs, Data: examples(3, 16, 9), N: 16, Credits: 2, JoinTimeout: 20 * time.Second})
+		ran <- err
+	}()
+	// The master listens before the slaves register, and the run lasts
+	// past their next registration: the spare is answered, not left to
+	// time out on a master that is gone.
+	time.Sleep(300 * time.Millisecond)
 	errs := make(chan error, slaves)
 	for i := range slaves {
 		go func() {
-			errs <- RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: fmt.Sprintf("sp%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second})
+			errs <- RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: fmt.Sprintf("sp%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second, WindowDelay: 300 * time.Millisecond})
 		}()
 	}
-	cfgs := stageConfigs([]int{9, 6, 4}, 1, 4, 1)
-	if _, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{RunID: "spare", Stages: cfgs, Data: examples(3, 16, 9), N: 16, Credits: 2, JoinTimeout: 20 * time.Second}); err != nil {
+	if err := <-ran; err != nil {
 		t.Fatal(err)
 	}
 	for range slaves {
