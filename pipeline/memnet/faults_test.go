@@ -134,6 +134,55 @@ func TestFaultSchedules(t *testing.T) {
 	}
 }
 
+// TestFaultSchedulesWithSpare runs random fault schedules on a cluster with
+// one slave more than the RBMs: the spare waits, takes over the first RBM
+// whose slave is lost (or a crashed slave's name is retaken), and every run
+// still ends with the fault-free weights, bit for bit.
+func TestFaultSchedulesWithSpare(t *testing.T) {
+	seed := envInt(t, "PIPEDBN_FAULT_SEED", 1) + 100_000
+	runs := envInt(t, "PIPEDBN_FAULT_RUNS", 200) / 2
+	cfg, slaves := tiny(2)
+	want, horizon, _, err := simulate(cfg, slaves, nil)
+	if err != nil {
+		t.Fatalf("fault-free run: %v", err)
+	}
+	slaves = append(slaves, "spare")
+	batches := 3 * pipeline.BatchesPerEpoch(cfg.N, 4)
+	tookOver := 0
+	defer func() {
+		t.Logf("the spare finished an RBM in %d of %d schedules", tookOver, runs)
+		if runs >= 50 && tookOver == 0 {
+			t.Errorf("the spare never took over an RBM in %d schedules; want the schedules to exercise it", runs)
+		}
+	}()
+	for i := range runs {
+		s := RandomSchedule(seed+i, slaves, horizon, simTiming())
+		got, took, transcript, err := simulate(cfg, slaves, s)
+		fail := func(format string, args ...any) {
+			t.Helper()
+			tail := transcript[max(0, len(transcript)-60):]
+			t.Errorf("%s\n%s\nschedule %d of TestFaultSchedulesWithSpare\nlast %d of %d events:\n%s",
+				fmt.Sprintf(format, args...), s, seed+i, len(tail), len(transcript), strings.Join(tail, "\n"))
+		}
+		if err != nil {
+			fail("run failed after %s: %v", took, err)
+			continue
+		}
+		for j, tr := range got {
+			w := want[j].RBM
+			if tr.Stats.Batches != batches {
+				fail("rbm %d trained %d mini-batches, want %d", j+1, tr.Stats.Batches, batches)
+			}
+			if !slices.Equal(tr.RBM.W, w.W) || !slices.Equal(tr.RBM.A, w.A) || !slices.Equal(tr.RBM.B, w.B) {
+				fail("rbm %d: weights differ from the fault-free run", j+1)
+			}
+			if tr.Slave == "spare" {
+				tookOver++
+			}
+		}
+	}
+}
+
 // TestFaultFreeMatchesInProcess checks the protocol against the in-process
 // schedule: the same windows, the same weights.
 func TestFaultFreeMatchesInProcess(t *testing.T) {

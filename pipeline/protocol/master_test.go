@@ -1248,3 +1248,35 @@ func TestMasterStopsAdmittedSlaves(t *testing.T) {
 		})
 	}
 }
+
+// A replacement that has not reported since it was assigned to resume, and
+// whose neighbour is replaced meanwhile, gets its whole assignment again
+// with the relink: a bare relink would start it from scratch, and its
+// producer no longer keeps the windows before its keep point (found by
+// TestFaultSchedulesWithSpare, schedule 100140).
+func TestMasterRelinksAResumingReplacementWhole(t *testing.T) {
+	t.Parallel()
+	r := newMasterRig(t, 3, 2, 2, nil)
+	r.start()
+	r.at(1).checkpoint(1, "s1", 2)
+	r.checkpoint(2, "s2", 2)
+	r.checkpoint(3, "s3", 2)
+	r.at(4).recv("s3", r.status(3, "s3", 2))
+	r.at(6.5).tick() // s1 and s2 lost, silent since 1s
+	if len(r.lost) != 2 {
+		t.Fatalf("Observer.Lost saw %v; want s1 and s2", r.lost)
+	}
+	r.recv("s3", r.status(3, "s3", 2))
+	get1 := r.register("s9", 1).Store[0]
+	get2 := r.register("s8", 1).Store[0]
+	r.m.Loaded(r.now, get1, fakeCheckpoint(r.stage(1), 2, 2), nil)
+	wantShape(t, "Loaded(rbm 1)", r.m.Ready().Messages, "s9 assign, s9 checkpoint")
+	r.m.Loaded(r.now, get2, fakeCheckpoint(r.stage(2), 2, 2), nil)
+	out := r.m.Ready()
+	wantShape(t, "Loaded(rbm 2)", out.Messages, "s8 assign, s8 checkpoint, s9 assign, s9 checkpoint, s3 assign")
+	r.wantAssign(out.Messages[2], 1, "s9", MasterName, "s8", true)
+	if got := msg[*messages.Checkpoint](t, out.Messages, 3); got.RBM != 1 || got.Windows != 2 {
+		t.Fatalf("checkpoint with s9's relink: rbm %d window %d; want rbm 1, window 2", got.RBM, got.Windows)
+	}
+	r.wantAssign(out.Messages[4], 3, "s3", "s8", "", false)
+}

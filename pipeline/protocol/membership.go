@@ -192,6 +192,22 @@ func (m *Master) restart(now time.Duration, i int, reg *messages.Register) {
 	m.replace(now, i, reg.Name)
 }
 
+// relink tells the slave of RBM j its new neighbours. One that has not
+// reported since it was assigned to resume gets the whole assignment again,
+// with its checkpoint: its first may have been lost, and a bare relink
+// would start it from scratch.
+func (m *Master) relink(j int) {
+	s := m.seats[j]
+	a := m.assignment(j)
+	if s.confirmed || s.from == nil {
+		m.send(s.slave, a)
+		return
+	}
+	a.Resume = true
+	m.send(s.slave, a)
+	m.send(s.slave, s.from)
+}
+
 // reassign repeats the assignment of a slave that registers again before
 // it reported: the assignment, or its checkpoint, was lost on the way.
 func (m *Master) reassign(name string) {

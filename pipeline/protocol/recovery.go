@@ -242,7 +242,7 @@ func (m *Master) takeOver(now time.Duration, i int, cp *messages.Checkpoint) {
 		}
 		for _, j := range []int{i - 1, i + 1} {
 			if j >= 1 && j <= m.L && m.seats[j].lost == nil {
-				m.send(m.seats[j].slave, m.assignment(j))
+				m.relink(j)
 			}
 		}
 	}
