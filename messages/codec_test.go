@@ -69,7 +69,7 @@ func testMessages() []Message {
 			Units: UnitsBernoulli, Epochs: 20, BatchSize: 256, K: 10, CDK: 1, Middle: MiddleProbabilities,
 			LearningRate: Schedule{Initial: 0.015, Final: 0.002}, Momentum: Schedule{Initial: 0.5, Final: 0.9},
 			WeightDecay: 0.0002, Seed: 1, BatchesPerEpoch: 235, RowsPerEpoch: 60000,
-			Upstream: "slave-1", Downstream: "slave-3", Credits: 4, CheckpointEvery: 5, Resume: true,
+			Upstream: "slave-1", Downstream: "slave-3", Credits: 4, CheckpointEvery: 5, Resume: true, Process: 0x9e3779b97f4a7c15,
 		},
 		testChunk(1, 16, 8, 8, 3),
 		&EndOfStream{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 1, Epoch: 20, Windows: 480},

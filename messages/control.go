@@ -181,6 +181,10 @@ type Assign struct {
 	// run): it waits for a Checkpoint on its control subject before it
 	// trains, or starts from the beginning if the Checkpoint has Windows 0.
 	Resume bool
+	// Process is the Process of the registration the assignment answers:
+	// a new process of the slave's name that took over its control subject
+	// does not take it up as its own.
+	Process uint64
 }
 
 // Kind returns KindAssign.
@@ -236,6 +240,7 @@ func (m *Assign) fields(c *coder) {
 	c.int(&m.Credits, "credits")
 	c.int(&m.CheckpointEvery, "checkpoint every")
 	c.bool(&m.Resume, "resume")
+	c.u64(&m.Process, "process")
 }
 
 // Stop tells the slaves to abandon a run.

@@ -506,7 +506,9 @@ func (m *Master) neighbours(i int) (up, down string) {
 func (m *Master) assignment(i int) *messages.Assign {
 	up, down := m.neighbours(i)
 	c := m.cfg
-	return assignment(c.Run, c.Stages[i-1], m.L, c.N, c.Credits, c.CheckpointEvery, up, down)
+	a := assignment(c.Run, c.Stages[i-1], m.L, c.N, c.Credits, c.CheckpointEvery, up, down)
+	a.Process = m.seats[i].process.process
+	return a
 }
 
 // assign sends RBM i to its slave, with the checkpoint to resume from when

@@ -145,7 +145,7 @@ func (r *masterRig) wantRunning() {
 func (r *masterRig) wantAssign(e Envelope, i int, to, up, down string, resume bool) {
 	r.t.Helper()
 	want := assignment(testRun, r.stage(i), len(r.cfg.Stages), testRows, 2, r.cfg.CheckpointEvery, up, down)
-	want.Resume = resume
+	want.Resume, want.Process = resume, r.m.seats[i].process.process
 	if e.From != MasterName || e.To != to || !reflect.DeepEqual(e.Msg, want) {
 		r.t.Fatalf("%s %+v; want master -> %s %+v", e, e.Msg, to, want)
 	}

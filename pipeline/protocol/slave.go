@@ -360,6 +360,9 @@ func (s *Slave) assigned(now time.Duration, a *messages.Assign) {
 	if s.phase != admitted && s.phase != joining {
 		return
 	}
+	if a.Process != 0 && a.Process != s.cfg.Process {
+		return // for an earlier process of the name
+	}
 	if s.phase == joining {
 		s.log.Info("registered")
 	}
