@@ -1,6 +1,7 @@
 # pipedbn: every target installs what it needs first (Debian packages, Go modules).
 GO       ?= go
-DEB_PKGS := gcc libopenblas-dev dataset-fashion-mnist python3-numpy nats-server
+# prometheus: TestPrometheusScrapesRun (monitor/) scrapes a run with it.
+DEB_PKGS := gcc libopenblas-dev dataset-fashion-mnist python3-numpy nats-server prometheus
 CONFIG   ?= configs/quickstart.yaml
 
 .PHONY: deps quickstart test test-purego bench lint images compose-secrets compose-up compose-down compose-test

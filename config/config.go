@@ -32,6 +32,10 @@ type Config struct {
 	Reliability Reliability `mapstructure:"reliability"`
 	// Sweep is only read by `master sweep`; `master run` ignores it.
 	Sweep Sweep `mapstructure:"sweep"`
+	// Monitor says where the master serves its live state. It changes
+	// nothing the run computes, so it is kept out of the config's JSON:
+	// the resume hash (run-state.json) and the sweep stamps ignore it.
+	Monitor Monitor `mapstructure:"monitor" json:"-"`
 
 	// File is the path the config was read from ("" when built in code).
 	File string `mapstructure:"-"`
@@ -221,6 +225,19 @@ type Output struct {
 	Dir string `mapstructure:"dir"`
 }
 
+// Monitor configures the HTTP server through which the master shows a run
+// while it goes: /api/status (JSON) and /metrics (Prometheus).
+type Monitor struct {
+	// HTTP is the address the master serves on, host:port: a port of 0
+	// picks a free one, an empty host listens on every interface. ""
+	// serves nothing. Default DefaultMonitorHTTP, 127.0.0.1:0 (a free
+	// loopback port; the URL is logged and written to the output folder).
+	HTTP string `mapstructure:"http"`
+}
+
+// DefaultMonitorHTTP is monitor.http's default: a free port on loopback.
+const DefaultMonitorHTTP = "127.0.0.1:0"
+
 // OutDir returns the folder a run of c writes to: output.dir, or
 // runs/<name> when that is empty.
 func (c *Config) OutDir() string {
@@ -296,6 +313,7 @@ func Defaults() map[string]any {
 		"reliability.checkpoint_every":   5,
 		"reliability.lost_after":         "4s",
 		"reliability.save_every":         "5m",
+		"monitor.http":                   DefaultMonitorHTTP,
 		"sweep.repeats":                  1,
 		"sweep.vary":                     []any{},
 	}

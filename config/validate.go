@@ -3,9 +3,11 @@ package config
 import (
 	"fmt"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -255,6 +257,10 @@ func (c *Config) Validate() error {
 		bad("finetune.average_last", f.AverageLast, "must be 0 when finetune.patience is set: averaging replaces best-epoch selection and early stopping")
 	}
 
+	if reason := httpAddrReason(c.Monitor.HTTP); reason != "" {
+		bad("monitor.http", c.Monitor.HTTP, "%s", reason)
+	}
+
 	atLeast("sweep.repeats", c.Sweep.Repeats, 1)
 	for i, a := range c.Sweep.Vary {
 		key := fmt.Sprintf("sweep.vary[%d].key", i)
@@ -270,6 +276,57 @@ func (c *Config) Validate() error {
 		return nil
 	}
 	return ps
+}
+
+// httpAddrReason says what is wrong with monitor.http = addr, or "": it
+// must be "" or host:port, the port a number in [0, 65535] and the host
+// empty, an IP address or a host name. Whether the port is free is
+// known only when the master listens on it.
+func httpAddrReason(addr string) string {
+	if addr == "" {
+		return ""
+	}
+	const want = "must be host:port (like 127.0.0.1:8080; port 0: a free one; an empty host: every interface), or \"\" to serve nothing"
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return want
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "the port must be a number in [0, 65535]: " + want
+	}
+	if host != "" && net.ParseIP(host) == nil && !hostName(host) {
+		return "the host must be an IP address or a host name: " + want
+	}
+	return ""
+}
+
+// hostName reports whether s is a syntactically valid DNS host name.
+func hostName(s string) bool {
+	if len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(strings.TrimSuffix(s, "."), ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, r := range label {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// SetMonitorHTTP sets monitor.http to addr, the value of a command's
+// --http flag, checked as Validate checks the key; its problem names the
+// flag as where the value came from.
+func (c *Config) SetMonitorHTTP(addr string) error {
+	if reason := httpAddrReason(addr); reason != "" {
+		return fmt.Errorf("config %s: %w", c.File, Problems{{Key: "monitor.http", Value: addr, Source: "--http", Reason: reason}})
+	}
+	c.Monitor.HTTP = addr
+	return nil
 }
 
 // errText drops the path an *os.PathError repeats.

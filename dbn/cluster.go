@@ -150,6 +150,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		Lost: func(rbm int, slave string, silent time.Duration) {
 			log.Warn("slave lost; replacing it", "slave", slave, "rbm", rbm, "silent", silent.Round(100*time.Millisecond))
 			prog.lost(rbm)
+			opt.Monitor.Lost(rbm, slave, silent)
 		},
 		Recovered: func(r natsnet.Recovery) {
 			mu.Lock()
@@ -159,8 +160,10 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 				LostAtBatch: r.LostAtBatch, RedoneBatches: r.Redone,
 			})
 			mu.Unlock()
+			opt.Monitor.Recovered(r)
 		},
-		Checkpointed: saver.checkpointed,
+		Checkpointed: checkpointedToo(saver.checkpointed, opt.Monitor),
+		Joined:       opt.Monitor.Joined,
 	}
 	if local != nil {
 		plan.Respawn = local.restart

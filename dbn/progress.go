@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/pipedbn/pipedbn/monitor"
 	"github.com/pipedbn/pipedbn/pipeline"
 )
 
@@ -28,6 +29,8 @@ type progress struct {
 	quit     chan struct{}
 	wg       sync.WaitGroup
 	stopOnce sync.Once
+	// mon, if set, sees every report too.
+	mon *monitor.Run
 }
 
 const (
@@ -67,12 +70,14 @@ func newProgress(w io.Writer, tty bool, log hclog.Logger, cfgs []pipeline.StageC
 func (p *progress) hooks() pipeline.Hooks {
 	return pipeline.Hooks{
 		Window: func(s pipeline.Stats) {
+			p.mon.Observe(s)
 			p.mu.Lock()
 			p.stats[s.Index-1] = s
 			p.changed[s.Index-1] = true
 			p.mu.Unlock()
 		},
 		Epoch: func(s pipeline.Stats) {
+			p.mon.Observe(s)
 			p.mu.Lock()
 			p.stats[s.Index-1] = s
 			p.mu.Unlock()

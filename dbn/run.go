@@ -16,6 +16,7 @@ import (
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/data"
 	"github.com/pipedbn/pipedbn/internal/atomicfile"
+	"github.com/pipedbn/pipedbn/monitor"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
@@ -43,6 +44,10 @@ type Options struct {
 	// SlaveCommand starts a local slave (its flags are appended); default:
 	// this executable with the argument "slave".
 	SlaveCommand []string
+	// Monitor, if set, sees the run's phases, every RBM's reports and the
+	// cluster's events, and Run writes its URL to the output folder
+	// (monitor.URLFile). nil: nobody watches.
+	Monitor *monitor.Run
 }
 
 // seedFor derives the seed of each purpose from the root seed, so that
@@ -120,7 +125,14 @@ func StageConfigs(cfg *config.Config) []pipeline.StageConfig {
 //
 // Run uses the BLAS threads and GOMAXPROCS of the process as it finds them:
 // they belong to the process, and its command sets them (WorkerThreads).
-func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) {
+func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err error) {
+	defer func() {
+		if err != nil {
+			opt.Monitor.Failed(err)
+		} else {
+			opt.Monitor.Done()
+		}
+	}()
 	if opt.Logger == nil {
 		opt.Logger = hclog.NewNullLogger()
 	}
@@ -147,10 +159,17 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("output.dir = %q: %w", out, err)
 	}
+	if url := opt.Monitor.URL(); url != "" {
+		// Now, not at the start: bad input stays one line on stderr.
+		log.Info("watch this run at "+url, "status", url+"/api/status", "metrics", url+"/metrics")
+		if err := monitor.WriteURL(out, url); err != nil {
+			log.Warn("cannot write the monitor's URL", "file", filepath.Join(out, monitor.URLFile), "error", err)
+		}
+	}
 	log.Info("data loaded", "source", train.Name, "train", train.N, "test", test.N, "dim", train.Dim, "seconds", time.Since(t0).Seconds())
 
 	stageCfgs := StageConfigs(cfg)
-	res := &Result{
+	res = &Result{
 		Name: cfg.Name, Mode: cfg.Pretrain.Mode, Seed: cfg.Seed, Layers: cfg.DBN.Layers,
 		Weights:       WeightsFile,
 		Data:          DataInfo{Source: train.Name, Train: train.N, Test: test.N, Dim: train.Dim},
@@ -160,7 +179,9 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		Config:        cfg.File,
 	}
 	prog := newProgress(opt.Progress, opt.Terminal, log, stageCfgs, train.N)
+	prog.mon = opt.Monitor
 	defer prog.stop()
+	opt.Monitor.Pretraining(stageCfgs, train.N)
 
 	log.Info("pre-training", "mode", cfg.Pretrain.Mode, "layers", fmt.Sprint(cfg.DBN.Layers), "epochs", cfg.Pretrain.Epochs, "batch_size", cfg.Pretrain.BatchSize, "blas", blas.Name(), "threads", blas.Threads())
 	start := time.Now()
@@ -196,11 +217,13 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 		return nil, err
 	}
 	if cfg.Finetune.Epochs > 0 {
+		opt.Monitor.FineTuning()
 		ft, net, err := finetuneNet(ctx, cfg, log, train, test, trained.rbms)
 		if err != nil {
 			return nil, err
 		}
 		res.Finetune = ft
+		opt.Monitor.Finetuned(monitorFinetune(ft))
 		weights = append(weights, finetuneArrays(net)...)
 		if err := save(); err != nil {
 			return nil, err
@@ -208,6 +231,26 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (*Result, error) 
 	}
 	log.Info("results written", "dir", out)
 	return res, nil
+}
+
+// monitorFinetune is what the monitor shows of fine-tuning.
+func monitorFinetune(ft *FinetuneResult) monitor.Finetune {
+	f := monitor.Finetune{Epochs: ft.Epochs, Seconds: ft.Seconds, TrainAccuracy: ft.TrainAccuracy,
+		ValidationAccuracy: ft.ValidationAccuracy, TestAccuracy: ft.TestAccuracy}
+	for _, e := range ft.History {
+		f.History = append(f.History, monitor.FinetuneEpoch{Epoch: e.Epoch, Loss: e.Loss,
+			TrainAccuracy: e.TrainAccuracy, ValidationAccuracy: e.ValidationAccuracy})
+	}
+	return f
+}
+
+// checkpointedToo returns a Checkpointed callback that calls fn, then the
+// monitor's.
+func checkpointedToo(fn func(int, pipeline.StageState), mon *monitor.Run) func(int, pipeline.StageState) {
+	return func(rbm int, st pipeline.StageState) {
+		fn(rbm, st)
+		mon.Checkpointed(rbm, st)
+	}
 }
 
 // WorkerThreads is the number of BLAS threads, and with

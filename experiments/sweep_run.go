@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/dbn"
 	"github.com/pipedbn/pipedbn/internal/atomicfile"
+	"github.com/pipedbn/pipedbn/monitor"
 )
 
 // RunStatus is what became of one run of a sweep.
@@ -81,6 +83,12 @@ type SweepOptions struct {
 	// StopGrace is how long an interrupted run may take to stop cleanly
 	// after its SIGINT before it is killed. Default 30s.
 	StopGrace time.Duration
+	// RunArgs are put on every run's command line before --config, such as
+	// --http ADDR (`master sweep` gives each run a free port, or none).
+	RunArgs []string
+	// Monitor, if set, sees every run of the sweep as it is planned,
+	// starts and ends. nil: nobody watches.
+	Monitor *monitor.Sweep
 }
 
 // ErrRunsFailed marks a sweep that ran to its end with some runs failed.
@@ -142,7 +150,9 @@ func RunSweep(ctx context.Context, plan *SweepPlan, opt SweepOptions) ([]SweepRo
 				log.Info("running again", "run", plan.Runs[i].Name, "why", why)
 			}
 		}
+		opt.Monitor.Set(monitorRun(plan, &rows[i], false))
 	}
+	defer func() { opt.Monitor.End(ctx.Err() != nil) }()
 	log.Info("sweep", "name", plan.Name, "runs", len(rows), "done_before", len(rows)-todo, "to_run", todo,
 		"merged", plan.Merged, "dir", plan.Dir)
 
@@ -175,7 +185,8 @@ func RunSweep(ctx context.Context, plan *SweepPlan, opt SweepOptions) ([]SweepRo
 		log.Info(fmt.Sprintf("run %d of %d", row.Index, len(rows)), "run", row.Name,
 			"elapsed", time.Since(start).Round(time.Second).String(), "eta", eta)
 		t0 := time.Now()
-		err := runChild(ctx, command, plan, row, grace)
+		opt.Monitor.Set(monitorRun(plan, row, true))
+		err := runChild(ctx, slices.Concat(command, opt.RunArgs), plan, row, grace)
 		took := time.Since(t0)
 		row.WallSeconds = took.Seconds()
 		switch {
@@ -202,6 +213,7 @@ func RunSweep(ctx context.Context, plan *SweepPlan, opt SweepOptions) ([]SweepRo
 			ran++
 			spent += took
 		}
+		opt.Monitor.Set(monitorRun(plan, row, false))
 		writeCSV()
 	}
 	writeErr := WriteSweepOutputs(plan, rows, opt.Regenerate)
@@ -220,6 +232,32 @@ func RunSweep(ctx context.Context, plan *SweepPlan, opt SweepOptions) ([]SweepRo
 			filepath.Join(plan.Dir, "sweep.csv"), ErrRunsFailed)
 	}
 	return rows, nil
+}
+
+// monitorRun is what the sweep's monitor shows of row: running, or its
+// status.
+func monitorRun(plan *SweepPlan, row *SweepRow, running bool) monitor.SweepRun {
+	r := monitor.SweepRun{Index: row.Index, Name: row.Name, Sets: row.Sets, Dir: plan.runDir(&row.SweepRun),
+		Reused: row.Reused, Error: row.Err, WallSeconds: row.WallSeconds}
+	switch {
+	case running:
+		r.State = monitor.RunRunning
+	case row.Status == RunDone:
+		r.State = monitor.RunDone
+	case row.Status == RunFailed:
+		r.State = monitor.RunFailed
+	case row.Status == RunStopped:
+		r.State = monitor.RunInterrupted
+	default:
+		r.State = monitor.RunPending
+	}
+	if res := row.Result; res != nil {
+		r.PretrainSeconds = res.PretrainSeconds
+		if res.Finetune != nil {
+			r.TestAccuracy = res.Finetune.TestAccuracy
+		}
+	}
+	return r
 }
 
 // finished returns the result of a run that finished earlier with the same
@@ -260,7 +298,9 @@ func runChild(ctx context.Context, command []string, plan *SweepPlan, row *Sweep
 	if err := atomicfile.WriteJSON(filepath.Join(dir, runStamp), stampOf(&row.SweepRun)); err != nil {
 		return err
 	}
-	os.Remove(filepath.Join(dir, dbn.ResultFile)) // a stale one must not pass for this run's
+	// Stale ones must not pass for this run's.
+	os.Remove(filepath.Join(dir, dbn.ResultFile))
+	os.Remove(filepath.Join(dir, monitor.URLFile))
 	logPath := filepath.Join(dir, "run.log")
 	logf, err := os.Create(logPath)
 	if err != nil {

@@ -1,8 +1,11 @@
 // Command master runs pipedbn experiments: `master run` pre-trains (greedy or
 // pipelined) and fine-tunes one DBN; `master sweep` runs a grid of them.
 //
-//	master run   --config FILE [--set key=value]... [--out DIR]
-//	master sweep --config FILE [--out DIR]
+//	master run   --config FILE [--set key=value]... [--out DIR] [--http ADDR]
+//	master sweep --config FILE [--out DIR] [--http ADDR]
+//
+// While it works, the master serves its state on monitor.http (--http):
+// /api/status as JSON and /metrics for Prometheus.
 package main
 
 import (
@@ -11,6 +14,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime"
@@ -26,11 +31,15 @@ import (
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/dbn"
 	"github.com/pipedbn/pipedbn/experiments"
+	"github.com/pipedbn/pipedbn/monitor"
 )
 
 const usage = `usage:
-  master run   --config FILE [--set key=value]... [--out DIR]   one experiment (greedy or pipelined)
-  master sweep --config FILE [--out DIR]                         a grid of experiments + a report
+  master run   --config FILE [--set key=value]... [--out DIR] [--http ADDR]   one experiment (greedy or pipelined)
+  master sweep --config FILE [--out DIR] [--http ADDR]                         a grid of experiments + a report
+
+--http ADDR overrides monitor.http (default 127.0.0.1:0, a free loopback port; "" serves nothing):
+the address where the master serves /api/status (JSON) and /metrics (Prometheus) while it works.
 
 A pipelined run interrupted by Ctrl-C (or a crash) resumes from its checkpoints when
 ` + "`master run`" + ` is given the same config and output folder again.
@@ -65,6 +74,13 @@ func main() {
 	}
 }
 
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // sets collects repeated --set key=value flags.
 type sets []string
 
@@ -91,6 +107,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	cfgPath := fs.String("config", "", "config `FILE` (YAML)")
 	out := fs.String("out", "", "output `DIR` (default: output.dir, else runs/<name>)")
 	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
+	httpAddr := fs.String("http", "", "serve /api/status and /metrics on `ADDR` (host:port; port 0: a free one; \"\": nothing); overrides monitor.http")
 	var overrides sets
 	switch cmd {
 	case "run":
@@ -128,6 +145,31 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	httpSource := ""
+	if flagGiven(fs, "http") {
+		if err := cfg.SetMonitorHTTP(*httpAddr); err != nil {
+			return err
+		}
+		httpSource = "--http"
+	}
+	// Listen before any work, so that a port in use is bad input.
+	var ln net.Listener
+	if addr := cfg.Monitor.HTTP; addr != "" {
+		if ln, err = monitor.Listen(addr); err != nil {
+			return fmt.Errorf("config %s: %w", cfg.File, config.Problems{{Key: "monitor.http", Value: addr, Source: httpSource, Reason: err.Error()}})
+		}
+		defer ln.Close()
+	}
+	// serve serves h on ln, if the master serves at all, until stop. The
+	// URL is logged once the input is read (dbn.Run logs a run's): bad
+	// input stays one line on stderr.
+	serve := func(h http.Handler) (stop func()) {
+		if ln == nil {
+			return func() {}
+		}
+		srv := monitor.Serve(ln, h, logger.Named("monitor"))
+		return func() { srv.Close() }
+	}
 	switch cmd {
 	case "run":
 		// BLAS threads and GOMAXPROCS belong to the process: its command
@@ -137,8 +179,13 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		if cfg.Cluster.CPUsPerWorker > 0 {
 			runtime.GOMAXPROCS(threads)
 		}
+		var mon *monitor.Run
+		if ln != nil {
+			mon = monitor.NewRun(cfg.Name, cfg.Pretrain.Mode.String(), monitor.URL(ln))
+			defer serve(mon.Handler())()
+		}
 		res, err := dbn.Run(ctx, cfg, dbn.Options{
-			Logger: logger, Progress: stderr, Terminal: tty, OutDir: *out,
+			Logger: logger, Progress: stderr, Terminal: tty, OutDir: *out, Monitor: mon,
 		})
 		if err != nil {
 			return err
@@ -158,8 +205,30 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		if *out != "" {
 			regenerate = append(regenerate, "--out", *out)
 		}
+		// Every run is a `master run` of its own: it serves on a free port
+		// of the sweep's host (its URL in its folder's monitor.url, which
+		// the sweep's /api/status shows), or nothing when the sweep serves
+		// nothing.
+		childHTTP := ""
+		var sweep *monitor.Sweep
+		if ln != nil {
+			host, _, _ := net.SplitHostPort(cfg.Monitor.HTTP)
+			childHTTP = net.JoinHostPort(host, "0")
+			sweep = monitor.NewSweep(plan.Name, plan.Dir)
+			defer serve(sweep.Handler())()
+			url := monitor.URL(ln)
+			logger.Info("watch this sweep at "+url, "status", url+"/api/status", "metrics", url+"/metrics")
+			err := os.MkdirAll(plan.Dir, 0o755)
+			if err == nil {
+				err = monitor.WriteURL(plan.Dir, url)
+			}
+			if err != nil {
+				logger.Warn("cannot write the monitor's URL", "dir", plan.Dir, "error", err)
+			}
+		}
 		_, err = experiments.RunSweep(ctx, plan, experiments.SweepOptions{
 			Logger: logger.Named("sweep"), Regenerate: experiments.ShellJoin(regenerate),
+			RunArgs: []string{"--http", childHTTP}, Monitor: sweep,
 		})
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,6 +131,7 @@ func TestBadInput(t *testing.T) {
 		os.WriteFile(p, b, 0o644)
 	}
 
+	busy := busyAddr(t) // a port in use
 	cases := []struct {
 		name string
 		args []string
@@ -205,6 +207,18 @@ func TestBadInput(t *testing.T) {
 			[]string{"fashion-mnist train set: labels file " + filepath.Join(strayLabels, data.TrainLabelsFile) + ": label[3] = 200, want 0..9 (fashion-mnist has 10 classes)"}},
 		{"idx labels beyond the classes", []string{"--config", idxCfg("labels2.yaml", strayLabels)}, nil,
 			[]string{"idx train set: labels file " + filepath.Join(strayLabels, data.TrainLabelsFile) + ": label[3] = 200, want 0..3 (no example has label 4"}},
+		// Issue 17: the monitor's address, refused before any work.
+		{"monitor address without port", []string{"--config", write("mon1.yaml", "monitor:\n  http: localhost\n")}, nil, []string{"mon1.yaml", `monitor.http = "localhost": must be host:port`}},
+		{"monitor port out of range", []string{"--config", write("mon2.yaml", "name: ok\n"), "--set", "monitor.http=:65536"}, nil,
+			[]string{"mon2.yaml", `monitor.http = ":65536" (from --set monitor.http): the port must be a number in [0, 65535]`}},
+		{"monitor address from env", []string{"--config", write("mon3.yaml", "name: ok\n")}, []string{"PIPEDBN_MONITOR_HTTP=not an address"}, []string{"mon3.yaml", `monitor.http = "not an address" (from env PIPEDBN_MONITOR_HTTP): must be host:port`}},
+		{"--http invalid", []string{"--config", write("mon4.yaml", "name: ok\n"), "--http", "127.0.0.1:port"}, nil, []string{"mon4.yaml", `monitor.http = "127.0.0.1:port" (from --http): the port must be a number`}},
+		{"--http port in use", []string{"--config", write("mon5.yaml", "data: {source: synthetic}\ndbn: {layers: [16, 8]}\n"), "--http", busy}, nil,
+			[]string{"mon5.yaml", `monitor.http = "` + busy + `" (from --http): cannot listen: address already in use`}},
+		{"monitor port in use", []string{"--config", write("mon6.yaml", "data: {source: synthetic}\ndbn: {layers: [16, 8]}\nmonitor: {http: '"+busy+"'}\n")}, nil,
+			[]string{"mon6.yaml", `monitor.http = "` + busy + `": cannot listen: address already in use`}},
+		{"monitor host unknown", []string{"--config", write("mon7.yaml", "data: {source: synthetic}\ndbn: {layers: [16, 8]}\n"), "--http", "host.invalid:0"}, nil,
+			[]string{"mon7.yaml", `monitor.http = "host.invalid:0" (from --http): cannot listen: no such host`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -228,6 +242,18 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// busyAddr returns the address of a loopback port in use until the test
+// and its subtests end.
+func busyAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln.Addr().String()
 }
 
 func TestUsage(t *testing.T) {
