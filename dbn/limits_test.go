@@ -2,67 +2,21 @@ package dbn
 
 import (
 	"context"
+	"github.com/pipedbn/pipedbn/internal/heapprobe"
 	"math"
 	"os"
 	"runtime"
-	"runtime/debug"
-	"runtime/metrics"
 	"strings"
-	"sync"
 	"testing"
 	"testing/fstest"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
 
-// heapPeak runs fn and returns the peak of the heap's objects above what
-// was live before, sampled every 100µs with the collector at GOGC=5, so
-// that the heap holds little more than its live objects (pipeline's tests
-// measure alike).
-func heapPeak(fn func()) int64 {
-	defer debug.SetGCPercent(debug.SetGCPercent(5))
-	runtime.GC()
-	runtime.GC() // and what sync.Pools kept through the first
-	read := func() int64 {
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		metrics.Read(s)
-		return int64(s[0].Value.Uint64())
-	}
-	base := read()
-	var (
-		mu   sync.Mutex
-		peak = base
-		wg   sync.WaitGroup
-	)
-	done := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(100 * time.Microsecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				v := read()
-				mu.Lock()
-				peak = max(peak, v)
-				mu.Unlock()
-			}
-		}
-	}()
-	fn()
-	close(done)
-	wg.Wait()
-	return max(peak, read()) - base
-}
-
 // TestEstimateBoundsMeasuredRun runs whole experiments whose weights
 // dominate and compares the estimate of the process (less its fixed
 // overhead) with the heap measured: it must bound it from above within 2x
-// (allowing heapPeak's 5% of garbage). Measured here (784-1500-500, 600
+// (allowing heapprobe.Peak's 5% of garbage). Measured here (784-1500-500, 600
 // examples): greedy with fine-tuning 1.48x, greedy alone 1.11x (writing
 // weights.npz dominates both), in memory with checkpoints every 2 windows
 // 1.48x (its bound on the checkpoints the store keeps is a worst case).
@@ -91,7 +45,7 @@ finetune: {epochs: 1, batch_size: 100}
 			est := estimateRun(cfg)
 			want := est.total() - processOverhead
 			var err error
-			got := heapPeak(func() { _, err = Run(context.Background(), cfg, Options{OutDir: t.TempDir()}) })
+			got := heapprobe.Peak(func() { _, err = Run(context.Background(), cfg, Options{OutDir: t.TempDir()}) })
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,13 +3,9 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"github.com/pipedbn/pipedbn/internal/heapprobe"
 	"math"
-	"runtime"
-	"runtime/debug"
-	"runtime/metrics"
-	"sync"
 	"testing"
-	"time"
 )
 
 func TestFloat32Bytes(t *testing.T) {
@@ -140,51 +136,8 @@ func TestSlaveMemoryParts(t *testing.T) {
 	}
 }
 
-// heapPeak runs fn and returns the peak of the heap's objects above what
-// was live before, sampled every 100µs with the collector at GOGC=5, so
-// that the heap holds little more than its live objects: a measure of the
-// live bytes at the peak, up to about 5% over.
-func heapPeak(fn func()) int64 {
-	defer debug.SetGCPercent(debug.SetGCPercent(5))
-	runtime.GC()
-	runtime.GC() // and what sync.Pools kept through the first
-	read := func() int64 {
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		metrics.Read(s)
-		return int64(s[0].Value.Uint64())
-	}
-	base := read()
-	var (
-		mu   sync.Mutex
-		peak = base
-		wg   sync.WaitGroup
-	)
-	done := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(100 * time.Microsecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				v := read()
-				mu.Lock()
-				peak = max(peak, v)
-				mu.Unlock()
-			}
-		}
-	}()
-	fn()
-	close(done)
-	wg.Wait()
-	return max(peak, read()) - base
-}
-
 // checkBound fails unless est bounds the measured peak from above within
-// 2x, allowing the 5% of garbage heapPeak's measure may hold.
+// 2x, allowing the 5% of garbage heapprobe.Peak's measure may hold.
 func checkBound(t *testing.T, what string, est, measured int64) {
 	t.Helper()
 	r := float64(est) / float64(measured)
@@ -208,7 +161,7 @@ func TestEstimatesBoundMeasuredHeap(t *testing.T) {
 	x := examples(3, n, layers[0])
 	cfgs := testConfigs(layers, 1, 100, 2)
 	var err error
-	got := heapPeak(func() { _, err = Greedy(context.Background(), x, n, cfgs, []uint64{1, 2}, Hooks{}) })
+	got := heapprobe.Peak(func() { _, err = Greedy(context.Background(), x, n, cfgs, []uint64{1, 2}, Hooks{}) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +169,7 @@ func TestEstimatesBoundMeasuredHeap(t *testing.T) {
 
 	c := cfgs[0]
 	src := NewSource(x, n, c.Visible, c.BatchSize, c.K, 1)
-	got = heapPeak(func() {
+	got = heapprobe.Peak(func() {
 		st := NewStage(c)
 		err = src.Epoch(context.Background(), 0, func(w *Window) error { return st.Train(w, nil) })
 	})

@@ -95,74 +95,54 @@ func envInt(t *testing.T, key string, def uint64) uint64 {
 // survived. A failing schedule prints the command that replays it and the
 // end of its transcript.
 func TestFaultSchedules(t *testing.T) {
-	seed := envInt(t, "PIPEDBN_FAULT_SEED", 1)
-	runs := envInt(t, "PIPEDBN_FAULT_RUNS", 200)
-	cfg, slaves := tiny(2)
-	want, horizon, _, err := simulate(cfg, slaves, nil)
-	if err != nil {
-		t.Fatalf("fault-free run: %v", err)
-	}
-	batches := 3 * pipeline.BatchesPerEpoch(cfg.N, 4)
-	for i := range runs {
-		s := RandomSchedule(seed+i, slaves, horizon, simTiming())
-		got, took, transcript, err := simulate(cfg, slaves, s)
-		fail := func(format string, args ...any) {
-			t.Helper()
-			tail := transcript[max(0, len(transcript)-60):]
-			t.Errorf("%s\n%s\nreplay: PIPEDBN_FAULT_SEED=%d PIPEDBN_FAULT_RUNS=1 go test ./pipeline/memnet -run 'TestFaultSchedules$' -v\nlast %d of %d events:\n%s",
-				fmt.Sprintf(format, args...), s, seed+i, len(tail), len(transcript), strings.Join(tail, "\n"))
-		}
-		if path := os.Getenv("PIPEDBN_FAULT_TRACE"); path != "" && runs == 1 {
-			os.WriteFile(path, []byte(strings.Join(transcript, "\n")+"\n"), 0o644)
-		}
-		if err != nil {
-			fail("run failed after %s: %v", took, err)
-			continue
-		}
-		for j, tr := range got {
-			w := want[j].RBM
-			if tr.Stats.Batches != batches {
-				fail("rbm %d trained %d mini-batches, want %d", j+1, tr.Stats.Batches, batches)
-			}
-			if !slices.Equal(tr.RBM.W, w.W) || !slices.Equal(tr.RBM.A, w.A) || !slices.Equal(tr.RBM.B, w.B) {
-				fail("rbm %d: weights differ from the fault-free run", j+1)
-			}
-		}
-		if testing.Verbose() && runs == 1 {
-			t.Logf("%s: completed in %s of simulated time (fault-free: %s)\n%s", s, took, horizon, strings.Join(transcript, "\n"))
-		}
+	runSchedules(t, "TestFaultSchedules", envInt(t, "PIPEDBN_FAULT_SEED", 1), envInt(t, "PIPEDBN_FAULT_RUNS", 200), false)
+}
+
+// TestFaultSchedulesWithSpare runs random fault schedules (half as many,
+// from other seeds) on a cluster with one slave more than the RBMs: the
+// spare waits, takes over the first RBM whose slave is lost, and every run
+// still ends with the fault-free weights, bit for bit.
+func TestFaultSchedulesWithSpare(t *testing.T) {
+	runs := max(1, envInt(t, "PIPEDBN_FAULT_RUNS", 200)/2)
+	tookOver := runSchedules(t, "TestFaultSchedulesWithSpare", envInt(t, "PIPEDBN_FAULT_SEED", 1), runs, true)
+	t.Logf("the spare finished an RBM in %d of %d schedules", tookOver, runs)
+	if runs >= 50 && tookOver == 0 {
+		t.Errorf("the spare never took over an RBM in %d schedules; want the schedules to exercise it", runs)
 	}
 }
 
-// TestFaultSchedulesWithSpare runs random fault schedules on a cluster with
-// one slave more than the RBMs: the spare waits, takes over the first RBM
-// whose slave is lost (or a crashed slave's name is retaken), and every run
-// still ends with the fault-free weights, bit for bit.
-func TestFaultSchedulesWithSpare(t *testing.T) {
-	seed := envInt(t, "PIPEDBN_FAULT_SEED", 1) + 100_000
-	runs := envInt(t, "PIPEDBN_FAULT_RUNS", 200) / 2
+// spareSeeds sets the seeds of the schedules with a spare apart from the
+// others.
+const spareSeeds = 100_000
+
+// runSchedules runs the tiny DBN through runs random fault schedules from
+// seed (with a spare slave: from seed+spareSeeds), checks each as
+// TestFaultSchedules says, and returns in how many runs the spare finished
+// an RBM.
+func runSchedules(t *testing.T, test string, seed, runs uint64, spare bool) (tookOver int) {
+	t.Helper()
 	cfg, slaves := tiny(2)
 	want, horizon, _, err := simulate(cfg, slaves, nil)
 	if err != nil {
 		t.Fatalf("fault-free run: %v", err)
 	}
-	slaves = append(slaves, "spare")
+	first := seed
+	if spare {
+		slaves = append(slaves, "spare")
+		first += spareSeeds
+	}
 	batches := 3 * pipeline.BatchesPerEpoch(cfg.N, 4)
-	tookOver := 0
-	defer func() {
-		t.Logf("the spare finished an RBM in %d of %d schedules", tookOver, runs)
-		if runs >= 50 && tookOver == 0 {
-			t.Errorf("the spare never took over an RBM in %d schedules; want the schedules to exercise it", runs)
-		}
-	}()
 	for i := range runs {
-		s := RandomSchedule(seed+i, slaves, horizon, simTiming())
+		s := RandomSchedule(first+i, slaves, horizon, simTiming())
 		got, took, transcript, err := simulate(cfg, slaves, s)
 		fail := func(format string, args ...any) {
 			t.Helper()
 			tail := transcript[max(0, len(transcript)-60):]
-			t.Errorf("%s\n%s\nschedule %d of TestFaultSchedulesWithSpare\nlast %d of %d events:\n%s",
-				fmt.Sprintf(format, args...), s, seed+i, len(tail), len(transcript), strings.Join(tail, "\n"))
+			t.Errorf("%s\n%s\nreplay: PIPEDBN_FAULT_SEED=%d PIPEDBN_FAULT_RUNS=1 go test ./pipeline/memnet -run '%s$' -v\nlast %d of %d events:\n%s",
+				fmt.Sprintf(format, args...), s, seed+i, test, len(tail), len(transcript), strings.Join(tail, "\n"))
+		}
+		if path := os.Getenv("PIPEDBN_FAULT_TRACE"); path != "" && runs == 1 {
+			os.WriteFile(path, []byte(strings.Join(transcript, "\n")+"\n"), 0o644)
 		}
 		if err != nil {
 			fail("run failed after %s: %v", took, err)
@@ -180,7 +160,11 @@ func TestFaultSchedulesWithSpare(t *testing.T) {
 				tookOver++
 			}
 		}
+		if testing.Verbose() && runs == 1 {
+			t.Logf("%s: completed in %s of simulated time (fault-free: %s)\n%s", s, took, horizon, strings.Join(transcript, "\n"))
+		}
 	}
+	return tookOver
 }
 
 // TestFaultFreeMatchesInProcess checks the protocol against the in-process
