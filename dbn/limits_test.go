@@ -2,7 +2,6 @@ package dbn
 
 import (
 	"context"
-	"github.com/pipedbn/pipedbn/internal/heapprobe"
 	"math"
 	"os"
 	"runtime"
@@ -11,6 +10,8 @@ import (
 	"testing/fstest"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/pipedbn/pipedbn/internal/heapprobe"
 )
 
 // TestEstimateBoundsMeasuredRun runs whole experiments whose weights

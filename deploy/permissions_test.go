@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/pipedbn/pipedbn/internal/natsprobe"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
 	"github.com/pipedbn/pipedbn/rbm"
@@ -82,12 +83,7 @@ func (s *secured) slave(k int) natsnet.Credential { return s.sec.Slaves[k-1] }
 
 // client is a connection whose asynchronous errors (refused publishes and
 // subscriptions) are collected.
-type client struct {
-	*nats.Conn
-	errs chan error
-}
-
-func (s *secured) connect(t *testing.T, c natsnet.Credential) *client {
+func (s *secured) connect(t *testing.T, c natsnet.Credential) *natsprobe.Client {
 	t.Helper()
 	cl, err := s.dial(c)
 	if err != nil {
@@ -97,45 +93,8 @@ func (s *secured) connect(t *testing.T, c natsnet.Credential) *client {
 	return cl
 }
 
-func (s *secured) dial(c natsnet.Credential) (*client, error) {
-	errs := make(chan error, 16)
-	nc, err := nats.Connect(s.url, nats.UserInfo(c.User, c.Password), nats.MaxReconnects(0),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			select {
-			case errs <- err:
-			default:
-			}
-		}))
-	if err != nil {
-		return nil, err
-	}
-	return &client{nc, errs}, nil
-}
-
-// refused waits for the server to refuse an operation on subject.
-func (c *client) refused(t *testing.T, what, subject string) {
-	t.Helper()
-	select {
-	case err := <-c.errs:
-		if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), `"`+subject+`"`) {
-			t.Errorf("%s on %s: async error %v; want a permissions violation for it", what, subject, err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Errorf("%s on %s: no permissions violation after 5s; want one", what, subject)
-	}
-}
-
-// quiet checks that the server refused nothing of c's.
-func (c *client) quiet(t *testing.T) {
-	t.Helper()
-	if err := c.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-c.errs:
-		t.Errorf("%s: unexpected async error %v", c.Opts.User, err)
-	default:
-	}
+func (s *secured) dial(c natsnet.Credential) (*natsprobe.Client, error) {
+	return natsprobe.Dial(s.url, nats.UserInfo(c.User, c.Password))
 }
 
 func TestWrongCredentialsRefused(t *testing.T) {
@@ -181,8 +140,8 @@ func TestWrongCredentialsRefused(t *testing.T) {
 		}
 	})
 	t.Run("right credentials", func(t *testing.T) {
-		s.connect(t, s.sec.Master).quiet(t)
-		s.connect(t, s.slave(2)).quiet(t)
+		s.connect(t, s.sec.Master).Quiet(t)
+		s.connect(t, s.slave(2)).Quiet(t)
 	})
 }
 
@@ -216,11 +175,11 @@ func TestPublishRefused(t *testing.T) {
 	// Listeners that would receive the forged messages if the server let
 	// them through.
 	got := make(chan string, 64)
-	listen := func(c *client, subject string) {
+	listen := func(c *natsprobe.Client, subject string) {
 		if _, err := c.Subscribe(subject, func(m *nats.Msg) { got <- m.Subject }); err != nil {
 			t.Fatal(err)
 		}
-		c.quiet(t)
+		c.Quiet(t)
 	}
 	listen(slave3, "pipedbn.data.*.*")
 	listen(slave3, "pipedbn.credit.*.*")
@@ -228,7 +187,7 @@ func TestPublishRefused(t *testing.T) {
 	listen(master, "pipedbn.report.*.*")
 
 	for _, tc := range []struct {
-		who     *client
+		who     *natsprobe.Client
 		subject string
 	}{
 		{slave1, "pipedbn.data.run-1.slave-2"},   // another slave's middle results
@@ -249,9 +208,9 @@ func TestPublishRefused(t *testing.T) {
 		if err := tc.who.Publish(tc.subject, []byte("forged")); err != nil {
 			t.Fatal(err)
 		}
-		tc.who.refused(t, "publish by "+tc.who.Opts.User, tc.subject)
+		tc.who.Refused(t, "publish by "+tc.who.Opts.User, tc.subject)
 	}
-	for _, c := range []*client{slave3, slave2, master} {
+	for _, c := range []*natsprobe.Client{slave3, slave2, master} {
 		c.Flush()
 	}
 	select {
@@ -266,7 +225,7 @@ func TestSubscribeRefused(t *testing.T) {
 	master := s.connect(t, s.sec.Master)
 	slave1 := s.connect(t, s.slave(1))
 	for _, tc := range []struct {
-		who     *client
+		who     *natsprobe.Client
 		subject string
 	}{
 		{slave1, "pipedbn.register"}, // a slave must not answer registrations
@@ -281,7 +240,7 @@ func TestSubscribeRefused(t *testing.T) {
 		if _, err := tc.who.SubscribeSync(tc.subject); err != nil {
 			t.Fatal(err)
 		}
-		tc.who.refused(t, "subscription by "+tc.who.Opts.User, tc.subject)
+		tc.who.Refused(t, "subscription by "+tc.who.Opts.User, tc.subject)
 	}
 }
 
@@ -290,14 +249,14 @@ func TestSubscribeRefused(t *testing.T) {
 func TestAllowedRoutes(t *testing.T) {
 	s := startSecured(t, 3)
 	master := s.connect(t, s.sec.Master)
-	slaves := []*client{nil, s.connect(t, s.slave(1)), s.connect(t, s.slave(2)), s.connect(t, s.slave(3))}
+	slaves := []*natsprobe.Client{nil, s.connect(t, s.slave(1)), s.connect(t, s.slave(2)), s.connect(t, s.slave(3))}
 
-	sub := func(c *client, subject string) *nats.Subscription {
+	sub := func(c *natsprobe.Client, subject string) *nats.Subscription {
 		sb, err := c.SubscribeSync(subject)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.quiet(t)
+		c.Quiet(t)
 		return sb
 	}
 	expect := func(sb *nats.Subscription, who, subject string, n int) {
@@ -316,11 +275,11 @@ func TestAllowedRoutes(t *testing.T) {
 			t.Errorf("%s: unexpected message on %s", who, m.Subject)
 		}
 	}
-	pub := func(c *client, subject string) {
+	pub := func(c *natsprobe.Client, subject string) {
 		if err := c.Publish(subject, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
-		c.quiet(t)
+		c.Quiet(t)
 	}
 
 	// Control reaches the addressed slave alone.
@@ -363,7 +322,7 @@ func TestAllowedRoutes(t *testing.T) {
 	if err != nil || string(reply.Data) != "welcome" {
 		t.Errorf("slave-1 registration: %v, %v; want the master's reply", reply, err)
 	}
-	master.quiet(t)
+	master.Quiet(t)
 }
 
 // TestPipelinedRunOnSecuredServer runs the real protocol, master and slaves
@@ -569,8 +528,8 @@ func TestByHandConfig(t *testing.T) {
 		t.Error("connect without credentials: accepted; want refused")
 	}
 	s := &secured{url: srv.ClientURL(), sec: sec}
-	s.connect(t, sec.Master).quiet(t)
-	s.connect(t, s.slave(2)).quiet(t)
+	s.connect(t, sec.Master).Quiet(t)
+	s.connect(t, s.slave(2)).Quiet(t)
 }
 
 func TestGenerate(t *testing.T) {

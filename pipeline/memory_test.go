@@ -3,9 +3,10 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"github.com/pipedbn/pipedbn/internal/heapprobe"
 	"math"
 	"testing"
+
+	"github.com/pipedbn/pipedbn/internal/heapprobe"
 )
 
 func TestFloat32Bytes(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/pipedbn/pipedbn/internal/natsprobe"
 )
 
 // securedEmbedded starts an embedded server the way `master run` does
@@ -30,62 +32,14 @@ func securedEmbedded(t *testing.T, storeDir string, slaves ...string) (*Embedded
 	return srv, ids
 }
 
-// hostile is a client connection whose asynchronous errors (the server's
-// refusals of publishes and subscriptions) are collected.
-type hostile struct {
-	*nats.Conn
-	errs chan error
-}
-
-func dialAs(url string, opts ...nats.Option) (*hostile, error) {
-	errs := make(chan error, 16)
-	opts = append(opts, nats.MaxReconnects(0), nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		select {
-		case errs <- err:
-		default:
-		}
-	}))
-	nc, err := nats.Connect(url, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return &hostile{nc, errs}, nil
-}
-
-func mustDial(t *testing.T, url string, c Credential) *hostile {
+func mustDial(t *testing.T, url string, c Credential) *natsprobe.Client {
 	t.Helper()
-	h, err := dialAs(url, c.Option())
+	h, err := natsprobe.Dial(url, c.Option())
 	if err != nil {
 		t.Fatalf("connect as %s: %v", c.User, err)
 	}
 	t.Cleanup(h.Close)
 	return h
-}
-
-// refused waits for the server to refuse what c did on subject.
-func (c *hostile) refused(t *testing.T, what, subject string) {
-	t.Helper()
-	select {
-	case err := <-c.errs:
-		if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), `"`+subject+`"`) {
-			t.Errorf("%s on %s: async error %v; want a permissions violation for it", what, subject, err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Errorf("%s on %s: no permissions violation after 5s; want one", what, subject)
-	}
-}
-
-// quiet checks that the server refused nothing of c's so far.
-func (c *hostile) quiet(t *testing.T) {
-	t.Helper()
-	if err := c.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-c.errs:
-		t.Errorf("%s: unexpected async error %v", c.Opts.User, err)
-	default:
-	}
 }
 
 // TestEmbeddedRefusesHostileClients: on the default embedded server, a
@@ -110,7 +64,7 @@ func TestEmbeddedRefusesHostileClients(t *testing.T) {
 			{nats.UserInfo(ids.Master.User, a.Password)},
 			{nats.UserInfo("slave-1", a.Password)},
 		} {
-			h, err := dialAs(srv.URL(), opts...)
+			h, err := natsprobe.Dial(srv.URL(), opts...)
 			if err == nil {
 				h.Close()
 				t.Fatalf("connect with %d options: accepted; want refused", len(opts))
@@ -138,11 +92,11 @@ func TestEmbeddedRefusesHostileClients(t *testing.T) {
 		// Listeners that would receive the forgeries if the server let them
 		// through.
 		got := make(chan string, 16)
-		listen := func(c *hostile, subject string) {
+		listen := func(c *natsprobe.Client, subject string) {
 			if _, err := c.Subscribe(subject, func(m *nats.Msg) { got <- m.Subject }); err != nil {
 				t.Fatal(err)
 			}
-			c.quiet(t)
+			c.Quiet(t)
 		}
 		listen(slaveB, ctlSubject(b.User))
 		listen(slaveB, "pipedbn.data.*.*")
@@ -160,7 +114,7 @@ func TestEmbeddedRefusesHostileClients(t *testing.T) {
 			if err := hostA.Publish(subject, []byte("forged")); err != nil {
 				t.Fatal(err)
 			}
-			hostA.refused(t, "publish as "+a.User, subject)
+			hostA.Refused(t, "publish as "+a.User, subject)
 		}
 		master.Flush()
 		slaveB.Flush()
@@ -174,7 +128,7 @@ func TestEmbeddedRefusesHostileClients(t *testing.T) {
 		if err := hostA.Publish(reportSubject(run, a.User), []byte("status")); err != nil {
 			t.Fatal(err)
 		}
-		hostA.quiet(t)
+		hostA.Quiet(t)
 		select {
 		case s := <-got:
 			if s != reportSubject(run, a.User) {
@@ -190,7 +144,7 @@ func TestEmbeddedRefusesHostileClients(t *testing.T) {
 		if !srv.Connected(a.User) {
 			t.Errorf("Connected(%s) = false while it is connected; want true", a.User)
 		}
-		if h, err := dialAs(srv.URL(), a.Option()); err == nil {
+		if h, err := natsprobe.Dial(srv.URL(), a.Option()); err == nil {
 			h.Close()
 			t.Fatalf("second connection as %s: accepted; want refused", a.User)
 		} else if !errors.Is(err, nats.ErrMaxAccountConnectionsExceeded) {
@@ -203,7 +157,7 @@ func TestEmbeddedRefusesHostileClients(t *testing.T) {
 			}
 			return nil
 		})
-		mustDial(t, srv.URL(), a).quiet(t) // free again
+		mustDial(t, srv.URL(), a).Quiet(t) // free again
 	})
 }
 
