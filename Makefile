@@ -1,10 +1,13 @@
 # pipedbn: every target installs what it needs first (Debian packages, Go modules).
 GO       ?= go
 # prometheus: TestPrometheusScrapesRun (monitor/) scrapes a run with it.
-DEB_PKGS := gcc libopenblas-dev dataset-fashion-mnist python3-numpy nats-server prometheus
+# chromium: TestChromiumShowsRun and TestChromiumShowsSweep (monitor/) render the status page headless.
+# python3-sklearn: TestDigits (cmd/master) makes its data set from sklearn's digits.
+DEB_PKGS := gcc libopenblas-dev dataset-fashion-mnist python3-numpy nats-server prometheus chromium python3-sklearn
 CONFIG   ?= configs/quickstart.yaml
 
 .PHONY: deps quickstart test test-purego bench lint images compose-secrets compose-up compose-down compose-test
+.PHONY: stack-up stack-down stack-test
 
 # deps installs the Debian packages that are missing (as root, or with sudo)
 # and downloads the Go modules.
@@ -32,6 +35,7 @@ test: lint
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(GO) test -tags purego -count=1 -timeout 30m ./...
 	$(MAKE) compose-test
+	$(MAKE) stack-test
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -cpu 1 -count 6 ./rbm/
@@ -53,10 +57,12 @@ images: deps
 	deploy/build-binaries.sh deploy/build
 	$(COMPOSE) build
 
-# compose-secrets makes the NATS credentials in deploy/secrets (gitignored);
-# it keeps existing ones: `make compose-secrets FORCE=1` replaces them.
+# compose-secrets makes the NATS credentials in deploy/secrets (gitignored),
+# and the Swarm stack's TLS CA and certificate (TLS_HOSTS: more names for
+# it, comma-separated); it keeps existing ones: `make compose-secrets
+# FORCE=1` replaces them.
 compose-secrets:
-	$(GO) run ./deploy/cmd/compose-secrets --dir deploy/secrets --slaves $(IDENTITIES) $(if $(FORCE),--force)
+	$(GO) run ./deploy/cmd/compose-secrets --dir deploy/secrets --slaves $(IDENTITIES) $(if $(FORCE),--force) $(if $(TLS_HOSTS),--tls-hosts $(TLS_HOSTS))
 
 # compose-up runs the cluster's job (deploy/config.yaml, or PIPEDBN_CONFIG)
 # with $(SLAVES) slaves; the master's exit ends the run and sets the status.
@@ -74,3 +80,38 @@ compose-down:
 compose-test: deps
 	$(GO) vet -tags compose ./deploy/
 	$(GO) test -tags compose -run '^TestCompose' -count=1 -v -timeout 10m ./deploy/
+
+# --- Docker Swarm (README.md, "Several hosts") ------------------------------
+# STACK: the stack's name; the job, slaves and the rest: deploy/stack.yml's
+# settings (PIPEDBN_CONFIG, PIPEDBN_SLAVES, ...), paths absolute here since
+# docker stack reads them relative to deploy/.
+STACK ?= pipedbn
+
+# stack-up deploys deploy/stack.yml: three NATS nodes, the master, the
+# slaves. An engine in no swarm becomes a single-node one (on 127.0.0.1;
+# for several hosts, `docker swarm init --advertise-addr IP` first). The
+# master's log: docker service logs -f $(STACK)_master; results in runs/.
+stack-up: images compose-secrets
+	@state=$$(docker info --format '{{.Swarm.LocalNodeState}}'); \
+	if [ "$$state" = inactive ]; then echo "stack-up: docker swarm init --advertise-addr 127.0.0.1 (a single-node swarm; make stack-down keeps it: docker swarm leave --force)"; \
+		docker swarm init --advertise-addr 127.0.0.1 >/dev/null || exit 1; fi
+	mkdir -p $${PIPEDBN_RUNS:-runs}
+	PIPEDBN_RUNS=$$(realpath $${PIPEDBN_RUNS:-runs}) PIPEDBN_SECRETS=$$(realpath $${PIPEDBN_SECRETS:-deploy/secrets}) \
+	PIPEDBN_CONFIG=$$(realpath $${PIPEDBN_CONFIG:-deploy/config.yaml}) \
+		docker stack deploy --resolve-image never -c deploy/stack.yml $(STACK)
+
+# stack-down removes the stack and, once its containers are gone, the NATS
+# nodes' volumes (the JetStream stores).
+stack-down:
+	docker stack rm $(STACK)
+	@for i in $$(seq 60); do [ -z "$$(docker ps -aq --filter label=com.docker.stack.namespace=$(STACK))" ] && break; sleep 1; done
+	-docker volume rm $(STACK)_nats1-data $(STACK)_nats2-data $(STACK)_nats3-data
+
+# stack-test is the Swarm end-to-end test: a swarm if none (left again
+# afterwards), images, the stack with 3 NATS nodes and 3 slaves, the
+# master's NATS node killed mid-run, result.json checked, everything torn
+# down. It skips, saying why, where no Docker engine answers. Part of
+# `make test`.
+stack-test: deps
+	$(GO) vet -tags stack ./deploy/
+	$(GO) test -tags stack -run '^TestStack' -count=1 -v -timeout 10m ./deploy/

@@ -56,6 +56,23 @@ type Data struct {
 	// TestLimit keeps the first N test examples; 0 keeps all (synthetic:
 	// SyntheticTest). It may not exceed the examples of an IDX test set.
 	TestLimit int `mapstructure:"test_limit"`
+
+	// A data set of one's own (see userdata.go): Path is the .npz archive
+	// of source npz (arrays x_train, y_train, x_test, y_test); Train and
+	// Test the features of source npy or csv, TrainLabels and TestLabels
+	// the labels of npy (optional, both or neither).
+	Path        string `mapstructure:"path"`
+	Train       string `mapstructure:"train"`
+	Test        string `mapstructure:"test"`
+	TrainLabels string `mapstructure:"train_labels"`
+	TestLabels  string `mapstructure:"test_labels"`
+	// Header says a csv file's first row names its columns; LabelColumn
+	// is the column of the labels (a name, or a number from 0), "" none.
+	Header      bool   `mapstructure:"header"`
+	LabelColumn string `mapstructure:"label_column"`
+	// Scale is how features are scaled, fitted on the training set:
+	// none (default), unit or standardize.
+	Scale data.Scale `mapstructure:"scale"`
 }
 
 // The sizes of a synthetic data set whose limits are 0.
@@ -148,6 +165,19 @@ type Cluster struct {
 	// NatsURL is empty) or memory (all stages in the master process, for a
 	// quick single-machine run).
 	Transport Transport `mapstructure:"transport"`
+	// Plan lays a pipelined run's RBMs out on its local slave processes:
+	// auto (default: the planner of pipeline/plan picks stage groups, one
+	// process training several consecutive RBMs, for the local slaves'
+	// machines), one-per-rbm (the paper's mapping), or explicit stage
+	// groups like "1-2,3" (see StageGroups). Slaves started by hand, and
+	// the memory transport, train one RBM each.
+	Plan string `mapstructure:"plan"`
+	// LocalSlaves is how many local slave processes (machines, with
+	// CPUsPerWorker) the plan may use; 0 decides by the plan: one per
+	// explicit group, one per RBM for one-per-rbm or with CPUsPerWorker
+	// (one emulated machine each), and for auto on an uncapped box (or
+	// colocated slaves) one process with every CPU.
+	LocalSlaves int `mapstructure:"local_slaves"`
 }
 
 // Reliability configures how a pipelined run survives the loss of a
@@ -275,6 +305,14 @@ func Defaults() map[string]any {
 		"data.dir":                       data.FashionMNISTDir,
 		"data.train_limit":               0,
 		"data.test_limit":                0,
+		"data.path":                      "",
+		"data.train":                     "",
+		"data.test":                      "",
+		"data.train_labels":              "",
+		"data.test_labels":               "",
+		"data.header":                    false,
+		"data.label_column":              "",
+		"data.scale":                     data.ScaleNone,
 		"dbn.layers":                     []int{784, 500, 500, 2000},
 		"dbn.visible":                    rbm.Bernoulli,
 		"pretrain.mode":                  Pipelined,
@@ -295,6 +333,8 @@ func Defaults() map[string]any {
 		"cluster.colocate":               false,
 		"cluster.credits":                4,
 		"cluster.transport":              NATS,
+		"cluster.plan":                   PlanAuto,
+		"cluster.local_slaves":           0,
 		"finetune.epochs":                10,
 		"finetune.batch_size":            128,
 		"finetune.learning_rate":         0.1,

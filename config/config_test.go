@@ -159,7 +159,7 @@ func TestBadEnumValues(t *testing.T) {
 		set        string
 		key, value string
 	}{
-		{"source", "data: {source: csv}\n", [2]string{}, "", "data.source", `"csv"`},
+		{"source", "data: {source: hdf5}\n", [2]string{}, "", "data.source", `"hdf5"`},
 		{"visible", "dbn: {visible: poisson}\n", [2]string{}, "", "dbn.visible", `"poisson"`},
 		{"mode case", "pretrain: {mode: Greedy}\n", [2]string{}, "", "pretrain.mode", `"Greedy"`},
 		{"mode number", "pretrain: {mode: 1}\n", [2]string{}, "", "pretrain.mode", "1"},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/viper"
 
+	"github.com/pipedbn/pipedbn/data"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
@@ -69,11 +70,16 @@ const (
 	IDX
 	// Synthetic is a generated set (see Data.SyntheticSizes).
 	Synthetic
+	// NPZ, NPY and CSV are a data set of one's own (see userdata.go).
+	NPZ
+	NPY
+	CSV
 )
 
-var sourceNames = []string{FashionMNIST: "fashion-mnist", IDX: "idx", Synthetic: "synthetic"}
+var sourceNames = []string{FashionMNIST: "fashion-mnist", IDX: "idx", Synthetic: "synthetic", NPZ: "npz", NPY: "npy", CSV: "csv"}
 
-// String returns the YAML spelling: fashion-mnist, idx or synthetic.
+// String returns the YAML spelling: fashion-mnist, idx, synthetic, npz,
+// npy or csv.
 func (s Source) String() string { return enumString(s, sourceNames, "Source") }
 
 // MarshalText returns the YAML spelling.
@@ -114,8 +120,10 @@ type enum struct {
 
 // enums are the keys of typed enums.
 var enums = []enum{
-	{"data.source", []fmt.Stringer{FashionMNIST, IDX, Synthetic}, Synthetic,
+	{"data.source", []fmt.Stringer{FashionMNIST, IDX, Synthetic, NPZ, NPY, CSV}, Synthetic,
 		func(c *Config) fmt.Stringer { return c.Data.Source }},
+	{"data.scale", []fmt.Stringer{data.ScaleNone, data.ScaleUnit, data.ScaleStandardize}, data.ScaleNone,
+		func(c *Config) fmt.Stringer { return c.Data.Scale }},
 	{"dbn.visible", []fmt.Stringer{rbm.Bernoulli, rbm.Gaussian}, rbm.Bernoulli,
 		func(c *Config) fmt.Stringer { return c.DBN.Visible }},
 	{"pretrain.mode", []fmt.Stringer{Greedy, Pipelined}, Pipelined,

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"net"
-	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -156,6 +155,8 @@ func (c *Config) Validate() error {
 			bad("data.dir", c.Data.Dir, "is not a directory")
 		}
 	}
+	ps = append(ps, c.validateUser()...)
+	enumOK("data.scale")
 	size("data.train_limit", c.Data.TrainLimit, 0, "examples are counted in 32 bits")
 	size("data.test_limit", c.Data.TestLimit, 0, "examples are counted in 32 bits")
 	if (c.Data.Source == FashionMNIST || c.Data.Source == IDX) && (c.Data.TrainLimit > 0 || c.Data.TestLimit > 0) {
@@ -198,9 +199,8 @@ func (c *Config) Validate() error {
 
 	cl := c.Cluster
 	if cl.NatsURL != "" {
-		u, err := url.Parse(cl.NatsURL)
-		if err != nil || u.Host == "" || (u.Scheme != "nats" && u.Scheme != "tls" && u.Scheme != "ws" && u.Scheme != "wss") {
-			bad("cluster.nats_url", cl.NatsURL, "must be a URL like nats://host:4222")
+		if _, err := NATSURLs(cl.NatsURL); err != nil {
+			bad("cluster.nats_url", cl.NatsURL, "%v", err)
 		}
 	}
 	atLeast("cluster.slaves", cl.Slaves, 0)
@@ -215,6 +215,7 @@ func (c *Config) Validate() error {
 	}
 	atLeast("cluster.credits", cl.Credits, 1)
 	enumOK("cluster.transport")
+	c.validatePlan(bad)
 
 	rl := c.Reliability
 	atLeast("reliability.checkpoint_every", rl.CheckpointEvery, 0)

@@ -36,13 +36,16 @@ func (s *Set) Split(n int) (first, rest *Set) {
 
 // view returns examples [lo, hi) of s with capacities capped at hi.
 func (s *Set) view(lo, hi int) *Set {
-	return &Set{
+	v := &Set{
 		X:       s.X[lo*s.Dim : hi*s.Dim : hi*s.Dim],
-		Labels:  s.Labels[lo:hi:hi],
 		N:       hi - lo,
 		Dim:     s.Dim,
 		Classes: s.Classes,
 	}
+	if s.Labels != nil { // an unlabelled set (pre-training only) has none
+		v.Labels = s.Labels[lo:hi:hi]
+	}
+	return v
 }
 
 // Permutation fills dst[:n] with a random permutation of 0..n-1 drawn from

@@ -1,6 +1,8 @@
 // Package data loads the training and test sets pipedbn pre-trains on: IDX
 // files (Fashion-MNIST from Debian's dataset-fashion-mnist package, or any
-// IDX pair) and small seeded synthetic sets for fast tests.
+// IDX pair), a user's NumPy (.npz in Keras's layout, .npy) and CSV files,
+// and small seeded synthetic sets for fast tests; and it fits the scaling
+// (Scaler) that a run applies to them and to what it later predicts.
 //
 // Loading is strict: a bad file gives one error line naming the file and
 // what was expected against what was found, and a hostile header cannot make
@@ -13,7 +15,8 @@ package data
 type Set struct {
 	// X holds N rows of Dim features each, row-major.
 	X []float32
-	// Labels holds one class index per row, in [0, Classes).
+	// Labels holds one class index per row, in [0, Classes); nil for an
+	// unlabelled set (NumPy or CSV data without labels: pre-training only).
 	Labels []uint8
 	// N is the number of examples, Dim the features per example.
 	N, Dim int

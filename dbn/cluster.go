@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,7 +78,13 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		connect = append(connect, ids.Master.Option())
 		log.Info("embedded NATS server started", "url", url, "jetstream", eo.StoreDir, "identities", len(ids.Slaves)+1)
 	}
-	nc, err := natsnet.Connect(url, "pipedbn-master", connect...)
+	// A server of its own may come up after the master (a Swarm stack
+	// starts its services in no order): wait for it as for the slaves.
+	var wait time.Duration
+	if emb == nil {
+		wait = cfg.Cluster.JoinTimeout
+	}
+	nc, err := natsnet.ConnectWait(ctx, url, "pipedbn-master", wait, log, connect...)
 	if err != nil {
 		return nil, fmt.Errorf("config %s: cluster.nats_url = %q: %w", cfg.File, cfg.Cluster.NatsURL, err)
 	}
@@ -96,6 +101,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 			store = natsnet.NewMemStore()
 		} else {
 			store = js
+			log.Info("checkpoints in JetStream", "store", js.Where())
 		}
 	}
 	if state.Resume {
@@ -104,12 +110,29 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var local *localSlaves
+	var (
+		local *localSlaves
+		lay   *layout
+	)
+	if cfg.Cluster.Slaves == 0 {
+		if lay, err = layoutLocal(cfg, stageCfgs, train.N); err != nil {
+			return nil, err
+		}
+		log.Info("plan of the local slaves (cluster.plan = " + cfg.Cluster.Plan + "):\n" + lay.plan.String())
+		opt.Monitor.Planned(lay.plan.String())
+	}
+	var inMaster *inMasterGroup
 	switch {
+	case lay != nil && lay.inMaster(cfg) && len(opt.SlaveCommand) == 0:
+		var creds []natsnet.Credential
+		if ids != nil {
+			creds = ids.Slaves
+		}
+		inMaster, err = startInMaster(ctx, cfg, url, creds, out, lay, cancel)
 	case cfg.Cluster.Slaves == 0 && emb != nil:
-		local, err = startLocalSlavesAs(ctx, cfg, opt, &localAuth{url: url, creds: ids.Slaves, connected: emb.Connected}, out, len(stageCfgs), cancel)
+		local, err = startLocalSlavesAs(ctx, cfg, opt, &localAuth{url: url, creds: ids.Slaves, connected: emb.Connected}, out, lay, cancel)
 	case cfg.Cluster.Slaves == 0:
-		local, err = startLocalSlaves(ctx, cfg, opt, url, out, len(stageCfgs), cancel)
+		local, err = startLocalSlaves(ctx, cfg, opt, url, out, lay, cancel)
 	case emb != nil:
 		// Slaves by hand on this host (the server listens on loopback):
 		// they claim identities of the pool, fresh at every master start.
@@ -128,6 +151,9 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	}
 	if local != nil {
 		defer local.stop()
+	}
+	if inMaster != nil {
+		defer inMaster.wait()
 	}
 	saver := newSaver(out, stageCfgs, log)
 	var (
@@ -167,6 +193,10 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	}
 	if local != nil {
 		plan.Respawn = local.restart
+		plan.Seating = lay.seating()
+	}
+	if inMaster != nil {
+		plan.Seating, plan.Peers = lay.seating(), inMaster.peers
 	}
 	if rel.SaveEvery > 0 && rel.CheckpointEvery > 0 {
 		stopSaving := saver.every(rel.SaveEvery)
@@ -187,7 +217,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		}
 		return nil, err
 	}
-	t := &trained{resumed: state.Resume, recoveries: recoveries, masterRejected: master.Rejected().ByReason()}
+	t := &trained{resumed: state.Resume, recoveries: recoveries, masterRejected: master.Rejected().ByReason(), layout: lay}
 	for _, r := range res {
 		t.addTrained(r)
 	}
@@ -210,25 +240,32 @@ type localSlaves struct {
 	log      hclog.Logger
 	command  []string
 	url, out string
+	layout   *layout
 	threads  int
 	cpus     float64
 	colocate bool
 	joinWait time.Duration
-	embedded bool
-	lenient  bool // a slave that dies is replaced, not fatal
-	shared   *cpuGroup
-	auth     *localAuth
+	// lostAfter is reliability.lost_after: a process started more recently
+	// than that is newer than any loss the master reports.
+	lostAfter time.Duration
+	embedded  bool
+	lenient   bool // a slave that dies is replaced, not fatal
+	shared    *cpuGroup
+	auth      *localAuth
 
+	// Per process p (0-based): its command, a channel closed when it has
+	// ended, when it started, and how often it was restarted.
 	mu       sync.Mutex
 	cmds     map[int]*exec.Cmd
-	exits    map[int]chan struct{} // closed when the process of cmds[i] has ended
+	exits    map[int]chan struct{}
+	started  map[int]time.Time
 	restarts map[int]int
 	groups   []*cpuGroup
 	exited   sync.WaitGroup
 }
 
-// maxRestarts bounds how often the master restarts one RBM's local slave:
-// a slave that keeps dying has a problem a restart does not fix.
+// maxRestarts bounds how often the master restarts one local slave
+// process: a slave that keeps dying has a problem a restart does not fix.
 const maxRestarts = 3
 
 // localAuth is how the local slaves of an embedded server get in: slave i
@@ -275,24 +312,27 @@ func writePool(dir, path string, creds []natsnet.Credential) error {
 		"on its embedded server: a new start makes new ones. SECRET.", creds)
 }
 
-// startLocalSlaves starts n `slave` processes on url, each capped at
+// startLocalSlaves starts the `slave` processes of lay on url, one per
+// stage group (with one slave per RBM of the group), each capped at
 // cluster.cpus_per_worker CPUs where a cgroup can be made (with
 // cluster.colocate, all of them together in one group of that many CPUs: one
-// machine), with their logs in out/slave-<i>.log. Without checkpoints, a
-// slave that exits with an error cancels ctx with a cause naming it and its
-// log; with them, the master notices the loss and restarts it.
-func startLocalSlaves(ctx context.Context, cfg *config.Config, opt Options, url, out string, n int, cancel context.CancelCauseFunc) (*localSlaves, error) {
-	return startLocalSlavesAs(ctx, cfg, opt, &localAuth{url: url}, out, n, cancel)
+// machine), with their logs in out/slave-<i>.log, i the group's first RBM.
+// Without checkpoints, a slave that exits with an error cancels ctx with a
+// cause naming it and its log; with them, the master notices the loss and
+// restarts it.
+func startLocalSlaves(ctx context.Context, cfg *config.Config, opt Options, url, out string, lay *layout, cancel context.CancelCauseFunc) (*localSlaves, error) {
+	return startLocalSlavesAs(ctx, cfg, opt, &localAuth{url: url}, out, lay, cancel)
 }
 
 // startLocalSlavesAs is startLocalSlaves on auth.url, with the slaves'
 // identities in auth: each slave reads its own from an inherited pipe
 // (--credentials /dev/fd/3), so that it is never on disk, in an argument
 // or in the environment.
-func startLocalSlavesAs(ctx context.Context, cfg *config.Config, opt Options, auth *localAuth, out string, n int, cancel context.CancelCauseFunc) (*localSlaves, error) {
+func startLocalSlavesAs(ctx context.Context, cfg *config.Config, opt Options, auth *localAuth, out string, lay *layout, cancel context.CancelCauseFunc) (*localSlaves, error) {
 	log := opt.Logger
-	if auth.creds != nil && len(auth.creds) != n {
-		return nil, fmt.Errorf("start local slaves: %d identities for %d slaves", len(auth.creds), n)
+	n := len(lay.groups)
+	if rbms := lay.groups[n-1][1]; auth.creds != nil && len(auth.creds) != rbms {
+		return nil, fmt.Errorf("start local slaves: %d identities for %d slaves", len(auth.creds), rbms)
 	}
 	command := opt.SlaveCommand
 	if len(command) == 0 {
@@ -304,19 +344,12 @@ func startLocalSlavesAs(ctx context.Context, cfg *config.Config, opt Options, au
 	}
 	cpus := cfg.Cluster.CPUsPerWorker
 	colocate := cfg.Cluster.Colocate && cpus > 0
-	threads := max(1, runtime.NumCPU()/n)
-	switch {
-	case colocate:
-		// n slaves share the machine's CPUs, as they would share its cores.
-		threads = workerThreads(cpus / float64(n))
-	case cpus > 0:
-		threads = workerThreads(cpus)
-	}
+	threads := lay.threads
 	ls := &localSlaves{
-		ctx: ctx, cancel: cancel, log: log, command: command, url: auth.url, out: out, threads: threads,
-		cpus: cpus, colocate: colocate, joinWait: cfg.Cluster.JoinTimeout, embedded: cfg.Cluster.NatsURL == "",
-		lenient: cfg.Reliability.CheckpointEvery > 0, auth: auth,
-		cmds: map[int]*exec.Cmd{}, exits: map[int]chan struct{}{}, restarts: map[int]int{},
+		ctx: ctx, cancel: cancel, log: log, command: command, url: auth.url, out: out, layout: lay, threads: threads,
+		cpus: cpus, colocate: colocate, joinWait: cfg.Cluster.JoinTimeout, lostAfter: cfg.Reliability.LostAfter,
+		embedded: cfg.Cluster.NatsURL == "", lenient: cfg.Reliability.CheckpointEvery > 0, auth: auth,
+		cmds: map[int]*exec.Cmd{}, exits: map[int]chan struct{}{}, started: map[int]time.Time{}, restarts: map[int]int{},
 	}
 	if colocate {
 		g, err := newCPUGroup(fmt.Sprintf("pipedbn-%d-local", os.Getpid()), cpus)
@@ -330,8 +363,8 @@ func startLocalSlavesAs(ctx context.Context, cfg *config.Config, opt Options, au
 			ls.groups = append(ls.groups, g)
 		}
 	}
-	for i := 1; i <= n; i++ {
-		if err := ls.start(i, false); err != nil {
+	for p := range n {
+		if err := ls.start(p, false); err != nil {
 			ls.stop()
 			return nil, err
 		}
@@ -344,11 +377,13 @@ func startLocalSlavesAs(ctx context.Context, cfg *config.Config, opt Options, au
 	return ls, nil
 }
 
-// start starts local slave i, its log in out/slave-<i>.log (appended to
-// on a restart), with its identity, if it has one, in a new pipe.
-func (ls *localSlaves) start(i int, again bool) error {
-	name := localSlaveName(i)
-	logPath := filepath.Join(ls.out, fmt.Sprintf("slave-%d.log", i))
+// start starts local slave process p, its log in out/slave-<i>.log (i its
+// group's first RBM; appended to on a restart), with the identities of its
+// slaves, if they have them, in a new pipe.
+func (ls *localSlaves) start(p int, again bool) error {
+	names := ls.layout.names(p)
+	name := strings.Join(names, ",")
+	logPath := ls.logPath(p)
 	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 	if again {
 		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
@@ -361,7 +396,8 @@ func (ls *localSlaves) start(i int, again bool) error {
 		"--threads", strconv.Itoa(ls.threads), "--join-timeout", ls.joinWait.String())
 	var creds *os.File
 	if ls.auth.creds != nil {
-		if creds, err = credentialsPipe(ls.auth.creds[i-1]); err != nil {
+		g := ls.layout.groups[p]
+		if creds, err = credentialsPipe(ls.auth.creds[g[0]-1 : g[1]]); err != nil {
 			logFile.Close()
 			return fmt.Errorf("start local slave %s: %w", name, err)
 		}
@@ -388,8 +424,9 @@ func (ls *localSlaves) start(i int, again bool) error {
 	}
 	exited := make(chan struct{})
 	ls.mu.Lock()
-	ls.cmds[i] = cmd
-	ls.exits[i] = exited
+	ls.cmds[p] = cmd
+	ls.exits[p] = exited
+	ls.started[p] = time.Now()
 	ls.mu.Unlock()
 	switch {
 	case ls.shared != nil:
@@ -397,7 +434,7 @@ func (ls *localSlaves) start(i int, again bool) error {
 			ls.log.Warn("cannot cap a local slave's CPUs; it runs uncapped", "slave", name, "cpus_per_worker", ls.cpus, "colocate", true, "error", err)
 		}
 	case ls.cpus > 0 && !ls.colocate:
-		g, err := newCPUGroup(fmt.Sprintf("pipedbn-%d-%s-%d", os.Getpid(), name, cmd.Process.Pid), ls.cpus)
+		g, err := newCPUGroup(fmt.Sprintf("pipedbn-%d-%s-%d", os.Getpid(), names[0], cmd.Process.Pid), ls.cpus)
 		if err == nil {
 			err = g.add(cmd.Process.Pid)
 			ls.mu.Lock()
@@ -425,20 +462,39 @@ func (ls *localSlaves) start(i int, again bool) error {
 	return nil
 }
 
-// restart is the master's Respawn for local slaves: it makes sure the lost
-// slave of RBM rbm is gone and starts a new one under its name.
+// logPath is the log of process p: slave-<i>.log, i its group's first RBM.
+func (ls *localSlaves) logPath(p int) string {
+	return filepath.Join(ls.out, fmt.Sprintf("slave-%d.log", ls.layout.groups[p][0]))
+}
+
+// restart is the master's Respawn for local slaves: it makes sure the
+// process of the lost slave of RBM rbm is gone and starts a new one, with
+// all the slaves of its stage group. The other slaves of a group whose
+// process was restarted are lost too, a moment later: a process started
+// since the loss (lost_after ago) brings them back already.
 func (ls *localSlaves) restart(rbm int, lost string) error {
 	i, err := strconv.Atoi(strings.TrimPrefix(lost, "local-"))
-	if err != nil {
+	p := ls.layout.process(i)
+	if err != nil || p < 0 {
 		return fmt.Errorf("%s is no local slave", lost)
 	}
 	ls.mu.Lock()
-	ls.restarts[i]++
-	n := ls.restarts[i]
-	old, exited := ls.cmds[i], ls.exits[i]
+	old, exited := ls.cmds[p], ls.exits[p]
+	if old != nil && time.Since(ls.started[p]) < ls.lostAfter {
+		ls.mu.Unlock()
+		select {
+		case <-exited:
+		default:
+			ls.log.Info("the lost slave's process was restarted since it fell silent", "slave", lost, "rbm", rbm)
+			return nil
+		}
+		ls.mu.Lock()
+	}
+	ls.restarts[p]++
+	n := ls.restarts[p]
 	ls.mu.Unlock()
 	if n > maxRestarts {
-		return fmt.Errorf("local slave %s (rbm %d) was lost %d times; see %s", lost, rbm, n, filepath.Join(ls.out, fmt.Sprintf("slave-%d.log", i)))
+		return fmt.Errorf("local slave %s (rbm %d) was lost %d times; see %s", lost, rbm, n, ls.logPath(p))
 	}
 	if old != nil {
 		old.Process.Kill()
@@ -451,25 +507,32 @@ func (ls *localSlaves) restart(rbm int, lost string) error {
 			return context.Cause(ls.ctx)
 		}
 		if ls.auth.connected != nil {
-			for deadline := time.Now().Add(5 * time.Second); ls.auth.connected(lost) && time.Now().Before(deadline); {
-				time.Sleep(20 * time.Millisecond)
+			for _, name := range ls.layout.names(p) {
+				for deadline := time.Now().Add(5 * time.Second); ls.auth.connected(name) && time.Now().Before(deadline); {
+					time.Sleep(20 * time.Millisecond)
+				}
 			}
 		}
 	}
-	ls.log.Info("restarting local slave", "slave", lost, "rbm", rbm, "restart", n)
-	return ls.start(i, true)
+	ls.log.Info("restarting local slave", "slave", strings.Join(ls.layout.names(p), ","), "rbm", rbm, "restart", n)
+	return ls.start(p, true)
 }
 
-// credentialsPipe returns the read end of a pipe that holds c, one
-// user:password line, the whole of what ReadCredentials reads from it: the
-// write end is closed.
-func credentialsPipe(c natsnet.Credential) (*os.File, error) {
+// credentialsPipe returns the read end of a pipe that holds cs, one
+// user:password line each, the whole of what ReadCredentials reads from it:
+// the write end is closed.
+func credentialsPipe(cs []natsnet.Credential) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	// A line fits in the pipe's buffer: the write does not wait for a reader.
-	_, err = fmt.Fprintf(w, "%s:%s\n", c.User, c.Password)
+	// A few lines fit in the pipe's buffer: the write does not wait for a
+	// reader.
+	for _, c := range cs {
+		if _, err = fmt.Fprintf(w, "%s:%s\n", c.User, c.Password); err != nil {
+			break
+		}
+	}
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}

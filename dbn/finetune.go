@@ -11,17 +11,18 @@ import (
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/data"
 	"github.com/pipedbn/pipedbn/finetune"
+	"github.com/pipedbn/pipedbn/monitor"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
 // finetuneNet unrolls the pre-trained RBMs (or, with finetune.init: random,
 // a network of the same shape from random weights) into a classifier, trains
 // it with backprop on the training set less its validation split, and
-// evaluates it.
+// evaluates it. mon (nil: nobody) sees every epoch as it ends.
 //
 // It trains with the process's BLAS threads (Threads 0: finetune.Train
 // leaves them as they are).
-func finetuneNet(ctx context.Context, cfg *config.Config, log hclog.Logger, train, test *data.Set, rbms []*rbm.RBM) (*FinetuneResult, *finetune.Network, error) {
+func finetuneNet(ctx context.Context, cfg *config.Config, log hclog.Logger, mon *monitor.Run, train, test *data.Set, rbms []*rbm.RBM) (*FinetuneResult, *finetune.Network, error) {
 	f := cfg.Finetune
 	classes := max(train.Classes, test.Classes)
 	var net *finetune.Network
@@ -50,6 +51,8 @@ func finetuneNet(ctx context.Context, cfg *config.Config, log hclog.Logger, trai
 	}, finetune.Hooks{Epoch: func(e finetune.EpochStats) {
 		log.Info("fine-tuning epoch done", "epoch", fmt.Sprintf("%d/%d", e.Epoch, f.Epochs), "loss", e.Loss,
 			"train_accuracy", e.TrainAccuracy, "validation_accuracy", e.ValidAccuracy, "seconds", e.Seconds)
+		mon.FinetuneEpoch(monitor.FinetuneEpoch{Epoch: e.Epoch, Loss: e.Loss, TrainAccuracy: e.TrainAccuracy,
+			ValidationAccuracy: e.ValidAccuracy, Seconds: e.Seconds})
 	}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("fine-tuning: %w", err)

@@ -133,6 +133,8 @@ func dataSizes(cfg *config.Config) (train, test, classes int) {
 		if d.Source == config.FashionMNIST {
 			classes = len(finetune.FashionMNISTClasses)
 		}
+	case config.NPZ, config.NPY, config.CSV:
+		train, test = userDataSizes(d)
 	}
 	return train, test, classes
 }

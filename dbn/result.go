@@ -44,6 +44,45 @@ type Result struct {
 	// unreadable, or reports of another run or an earlier incarnation;
 	// absent when none.
 	MasterRejected map[string]uint64 `json:"master_rejected,omitempty"`
+	// Plan is the plan of a pipelined run's local slaves (cluster.plan),
+	// predicted against measured; absent for other runs.
+	Plan *PlanResult `json:"plan,omitempty"`
+}
+
+// PlanResult is how a pipelined run laid its RBMs out on its local slave
+// processes, what pipeline/plan predicted of it and what was measured.
+type PlanResult struct {
+	// Strategy is auto, one-per-rbm or explicit.
+	Strategy string `json:"strategy"`
+	// SpeedGFLOPS is the master's CD-1 speed on one thread, measured before
+	// the run, which the prediction assumes of every process.
+	SpeedGFLOPS float64 `json:"speed_gflops"`
+	// CPUs and Threads of each process.
+	CPUs    float64 `json:"cpus"`
+	Threads int     `json:"threads"`
+	// Windows is W, the windows each RBM trains.
+	Windows int `json:"windows"`
+	// PredictedSeconds is the plan's pre-training time (pretrain_seconds
+	// measures it, with the start of the processes and the transforms of
+	// the final recon error).
+	PredictedSeconds float64 `json:"predicted_seconds"`
+	// Groups, one per process, in the order of their RBMs.
+	Groups []PlanGroup `json:"groups"`
+	// Text is the plan as the master printed it.
+	Text string `json:"text"`
+}
+
+// PlanGroup is one stage group of a plan: the RBMs one process trained.
+type PlanGroup struct {
+	RBMs   []int    `json:"rbms"`
+	Slaves []string `json:"slaves"`
+	// PredictedWindowSeconds is the plan's seconds per window of the
+	// group (compute, messages and link); PredictedComputeSeconds its
+	// training part, which MeasuredBusySeconds measures: the busy seconds
+	// of its RBMs per window, as their slaves reported them.
+	PredictedWindowSeconds  float64 `json:"predicted_window_seconds"`
+	PredictedComputeSeconds float64 `json:"predicted_compute_seconds"`
+	MeasuredBusySeconds     float64 `json:"measured_busy_seconds"`
 }
 
 // Recovery is one lost slave and its replacement.
@@ -70,6 +109,8 @@ type DataInfo struct {
 	Train  int    `json:"train"`
 	Test   int    `json:"test"`
 	Dim    int    `json:"dim"`
+	// Scale is data.scale when it is not none (its fit is in ScaleFile).
+	Scale string `json:"scale,omitempty"`
 }
 
 // RBMResult is one RBM's part of a result.

@@ -78,6 +78,8 @@ func LoadData(cfg *config.Config) (train, test *data.Set, err error) {
 	case config.Synthetic:
 		nTrain, nTest := d.SyntheticSizes()
 		train, test = data.SyntheticPair(seedFor(cfg.Seed, seedData, 0), nTrain, nTest, cfg.DBN.Layers[0], 10)
+	case config.NPZ, config.NPY, config.CSV:
+		train, test, err = loadUserData(cfg)
 	default:
 		err = fmt.Errorf("config %s: data.source = %q: unknown source", cfg.File, d.Source)
 	}
@@ -151,6 +153,10 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 	if err != nil {
 		return nil, err
 	}
+	scaler, err := scaleData(cfg, train, test)
+	if err != nil {
+		return nil, err
+	}
 	var input []array
 	if cfg.DBN.Visible == rbm.Gaussian {
 		// NumPy needs them to feed raw pixels to the network.
@@ -158,6 +164,9 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("output.dir = %q: %w", out, err)
+	}
+	if err := writeScaler(out, scaler); err != nil {
+		return nil, err
 	}
 	if url := opt.Monitor.URL(); url != "" {
 		// Now, not at the start: bad input stays one line on stderr.
@@ -172,7 +181,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 	res = &Result{
 		Name: cfg.Name, Mode: cfg.Pretrain.Mode, Seed: cfg.Seed, Layers: cfg.DBN.Layers,
 		Weights:       WeightsFile,
-		Data:          DataInfo{Source: train.Name, Train: train.N, Test: test.N, Dim: train.Dim},
+		Data:          DataInfo{Source: train.Name, Train: train.N, Test: test.N, Dim: train.Dim, Scale: scaleName(scaler, cfg)},
 		BLAS:          blas.Name(),
 		CPUsPerWorker: cfg.Cluster.CPUsPerWorker,
 		Colocate:      cfg.Cluster.Colocate,
@@ -193,6 +202,9 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 	res.PretrainSeconds = time.Since(start).Seconds()
 	res.RBMs = trained.results
 	res.Resumed, res.Recoveries, res.MasterRejected = trained.resumed, trained.recoveries, trained.masterRejected
+	if trained.layout != nil {
+		res.Plan = trained.layout.result(res.RBMs)
+	}
 	if cfg.Pretrain.Mode == config.Pipelined {
 		res.CheckpointEvery = cfg.Reliability.CheckpointEvery
 	}
@@ -217,8 +229,8 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 		return nil, err
 	}
 	if cfg.Finetune.Epochs > 0 {
-		opt.Monitor.FineTuning()
-		ft, net, err := finetuneNet(ctx, cfg, log, train, test, trained.rbms)
+		opt.Monitor.FineTuning(cfg.Finetune.Epochs)
+		ft, net, err := finetuneNet(ctx, cfg, log, opt.Monitor, train, test, trained.rbms)
 		if err != nil {
 			return nil, err
 		}
@@ -239,8 +251,9 @@ func monitorFinetune(ft *FinetuneResult) monitor.Finetune {
 		ValidationAccuracy: ft.ValidationAccuracy, TestAccuracy: ft.TestAccuracy}
 	for _, e := range ft.History {
 		f.History = append(f.History, monitor.FinetuneEpoch{Epoch: e.Epoch, Loss: e.Loss,
-			TrainAccuracy: e.TrainAccuracy, ValidationAccuracy: e.ValidationAccuracy})
+			TrainAccuracy: e.TrainAccuracy, ValidationAccuracy: e.ValidationAccuracy, Seconds: e.Seconds})
 	}
+	f.Confusion, f.PerClass, f.Classes = ft.Confusion, ft.PerClass, ft.Classes
 	return f
 }
 
@@ -277,6 +290,8 @@ type trained struct {
 	resumed        bool
 	recoveries     []Recovery
 	masterRejected map[string]uint64
+	// layout of the local slaves, nil if none ran.
+	layout *layout
 }
 
 // add records a trained RBM and its row of result.json.

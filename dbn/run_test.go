@@ -206,12 +206,24 @@ finetune: {epochs: 1, batch_size: 20}
 }
 
 // TestMemoryMatchesNATS runs one pipelined config over the in-memory
-// network and over an embedded NATS server with local slave processes:
-// the same protocol, so the same weights, bit for bit.
+// network and over an embedded NATS server with local slaves laid out by
+// every kind of plan (one process per RBM, stage groups, one process for
+// all, all inside the master): the same protocol, so the same weights, bit
+// for bit.
 func TestMemoryMatchesNATS(t *testing.T) {
 	t.Parallel()
-	weights := map[config.Transport]map[string][]float32{}
-	for _, tr := range []config.Transport{config.Memory, config.NATS} {
+	runs := []struct {
+		name string
+		sets []string
+	}{
+		{"memory", []string{"cluster.transport=memory"}},
+		{"nats one-per-rbm", []string{"cluster.plan=one-per-rbm"}},
+		{"nats 1-2,3", []string{"cluster.plan=1-2,3"}},
+		{"nats auto", []string{"cluster.plan=auto"}},
+		{"nats auto in the master", []string{"cluster.plan=auto"}},
+	}
+	weights := map[string]map[string][]float32{}
+	for _, run := range runs {
 		cfg := loadConfig(t, `
 name: same
 data: {source: synthetic, train_limit: 240, test_limit: 20}
@@ -219,23 +231,36 @@ dbn: {layers: [16, 8, 6, 4]}
 pretrain: {epochs: 2, batch_size: 20, k_batches: 2}
 reliability: {checkpoint_every: 2}
 finetune: {epochs: 0}
-`, "cluster.transport="+tr.String())
+`, run.sets...)
 		out := t.TempDir()
-		if _, err := Run(context.Background(), cfg, Options{OutDir: out, SlaveCommand: []string{slaveBin}}); err != nil {
-			t.Fatalf("%s: %v", tr, err)
+		opt := Options{OutDir: out, SlaveCommand: []string{slaveBin}}
+		if run.name == "nats auto in the master" {
+			opt.SlaveCommand = nil // one group on an uncapped box: its slaves run in the master
+		}
+		res, err := Run(context.Background(), cfg, opt)
+		if err != nil {
+			t.Fatalf("%s: %v", run.name, err)
 		}
 		w, err := readNPZ(filepath.Join(out, WeightsFile))
 		if err != nil {
 			t.Fatal(err)
 		}
-		weights[tr] = w
-	}
-	for name, w := range weights[config.NATS] {
-		if !slices.Equal(weights[config.Memory][name], w) {
-			t.Errorf("weights.npz %s: memory and NATS differ", name)
+		weights[run.name] = w
+		if run.name == "nats 1-2,3" {
+			if p := res.Plan; p == nil || p.Strategy != "explicit" || len(p.Groups) != 2 ||
+				!slices.Equal(p.Groups[0].Slaves, []string{"local-1", "local-2"}) || !slices.Equal(p.Groups[1].RBMs, []int{3}) {
+				t.Errorf("%s: result.json plan %+v; want the explicit groups local-1,local-2 and RBM 3", run.name, p)
+			}
 		}
 	}
-	if len(weights[config.NATS]) != 7 {
-		t.Errorf("weights.npz holds %d arrays; want 7 (W1-3, b1-3, a1)", len(weights[config.NATS]))
+	for _, run := range runs[1:] {
+		for name, w := range weights[run.name] {
+			if !slices.Equal(weights["memory"][name], w) {
+				t.Errorf("weights.npz %s: memory and %s differ", name, run.name)
+			}
+		}
+		if len(weights[run.name]) != 7 {
+			t.Errorf("%s: weights.npz holds %d arrays; want 7 (W1-3, b1-3, a1)", run.name, len(weights[run.name]))
+		}
 	}
 }

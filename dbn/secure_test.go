@@ -182,35 +182,15 @@ data: {source: synthetic, train_limit: 240, test_limit: 20}
 dbn: {layers: [16, 8, 4]}
 pretrain: {epochs: 6, batch_size: 20, k_batches: 2}
 reliability: {checkpoint_every: 2, lost_after: 1s}
+cluster: {plan: one-per-rbm}
 finetune: {epochs: 0}
 `)
 	out := t.TempDir()
-	var (
-		mu      sync.Mutex
-		url     string
-		stopped int
-	)
-	log, logs := watchLogs(t, func(l map[string]any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch l["@message"] {
-		case "embedded NATS server started":
-			url, _ = l["url"].(string)
-		case "epoch done":
-			if rbm, _ := l["rbm"].(float64); rbm != 2 || stopped != 0 {
-				return
-			}
-			if stopped = slavePID(url, localSlaveName(2)); stopped == 0 {
-				t.Errorf("no process of local slave %s on %s", localSlaveName(2), url)
-				return
-			}
-			syscall.Kill(stopped, syscall.SIGSTOP)
-		}
-	})
+	sig := signalAfterEpoch(t, localSlaveName(2), syscall.SIGSTOP)
+	log, logs := sig.log, sig.logs
 	opt := Options{OutDir: out, SlaveCommand: []string{slaveBin, "--window-delay", "30ms", "--status-every", "50ms"}, Logger: log}
 	res, err := Run(context.Background(), cfg, opt)
-	mu.Lock()
-	defer mu.Unlock()
+	stopped := sig.pid()
 	if stopped != 0 {
 		syscall.Kill(stopped, syscall.SIGKILL) // in case the master did not
 	}
@@ -227,6 +207,48 @@ finetune: {epochs: 0}
 	if bytes.Contains(b, []byte("identity is in use")) || bytes.Contains(b, []byte("Violation")) {
 		t.Errorf("slave-2.log: the restarted slave was refused:\n%s", b)
 	}
+}
+
+// signaller sends a signal to a local slave process once RBM_2 has
+// finished an epoch (see signalAfterEpoch).
+type signaller struct {
+	log  hclog.Logger
+	logs *logWatch
+	mu   sync.Mutex
+	sent int // the pid signalled; 0: none yet
+}
+
+// pid returns the pid signalled, 0 if none was.
+func (s *signaller) pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sent
+}
+
+// signalAfterEpoch returns a signaller whose logger, given to Run, sends
+// sig to the process of the local slave (or stage group) name on the run's
+// embedded server when RBM_2 reports its first epoch done.
+func signalAfterEpoch(t *testing.T, name string, sig syscall.Signal) *signaller {
+	s := &signaller{}
+	var url string
+	s.log, s.logs = watchLogs(t, func(l map[string]any) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		switch l["@message"] {
+		case "embedded NATS server started":
+			url, _ = l["url"].(string)
+		case "epoch done":
+			if rbm, _ := l["rbm"].(float64); rbm != 2 || s.sent != 0 {
+				return
+			}
+			if s.sent = slavePID(url, name); s.sent == 0 {
+				t.Errorf("no process of local slave %s on %s", name, url)
+				return
+			}
+			syscall.Kill(s.sent, sig)
+		}
+	})
+	return s
 }
 
 // slavePID is the pid of the slave process named name on the NATS server

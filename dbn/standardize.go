@@ -9,7 +9,9 @@ import (
 // standardize scales every feature of train and test to zero mean and unit
 // variance over train, as gaussian visible units with unit variance expect.
 // Constant features are only centred. It returns the mean and scale it
-// applied: x' = (x - mean) * scale.
+// applied: x' = (x - mean) * scale, computed in float32 with the float32
+// mean and scale that weights.npz holds, so that NumPy (and master predict)
+// reproduce it bit for bit.
 func standardize(train, test *data.Set) (mean32, scale32 []float32) {
 	mean := make([]float64, train.Dim)
 	sq := make([]float64, train.Dim)
@@ -36,7 +38,7 @@ func standardize(train, test *data.Set) (mean32, scale32 []float32) {
 		for i := 0; i < s.N; i++ {
 			row := s.Row(i)
 			for j := range row {
-				row[j] = float32((float64(row[j]) - mean[j]) * scale[j])
+				row[j] = (row[j] - mean32[j]) * scale32[j]
 			}
 		}
 	}

@@ -10,8 +10,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,8 +22,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/crypto/bcrypt"
 )
 
 // composeJob is the small pipelined job the test runs: two RBMs, three
@@ -75,26 +71,8 @@ func TestCompose(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
-	var rnd [4]byte
-	rand.Read(rnd[:])
-	id := hex.EncodeToString(rnd[:])
-	project := "pipedbn-e2e-" + id // unique: runs on a shared engine never mix
-	tag := "e2e-" + id
-	tmp := t.TempDir()
-	dirs := map[string]string{}
-	for _, d := range []string{"build", "runs", "secrets"} {
-		dirs[d] = filepath.Join(tmp, d)
-	}
-	if err := os.Mkdir(dirs["runs"], 0o755); err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(tmp, "e2e.yaml")
-	if err := os.WriteFile(config, []byte(composeJob), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Generate(dirs["secrets"], Options{Slaves: composeSlaves, Cost: bcrypt.MinCost}); err != nil {
-		t.Fatal(err)
-	}
+	e := newE2E(t, "e2e.yaml", composeJob, composeSlaves)
+	project, tag, dirs, config := e.name, e.tag, e.dirs, e.config
 	env := append(os.Environ(),
 		"COMPOSE_PROJECT_NAME="+project,
 		"PIPEDBN_TAG="+tag,

@@ -24,6 +24,12 @@ const (
 	// UsersFile is the NATS server's users, permissions and password
 	// hashes, included by nats/nats.conf.
 	UsersFile = "nats-users.conf"
+	// ClusterUsersFile is the same users for every server of a NATS
+	// cluster (deploy/stack.yml): without the one-connection limit of a
+	// slave identity, which a cluster cannot keep when a server dies
+	// (natsnet.Identities.ClusterConfig); the stack's slaves take
+	// identities by task slot instead.
+	ClusterUsersFile = "nats-cluster-users.conf"
 	// MasterFile is the master's identity (user:password).
 	MasterFile = "master.creds"
 	// SlavesFile is the pool of every slave identity, for slaves that
@@ -66,7 +72,7 @@ type Secrets = natsnet.Identities
 var ErrExist = errors.New("deploy: secrets exist")
 
 // Generate writes fresh secrets to dir (made 0700, files 0600): the NATS
-// server's users file, the master's identity, the pool of slave identities
+// server's users file and the cluster's, the master's identity, the pool of slave identities
 // and one file per slave identity. Passwords are 192 random bits; the
 // server's file holds only their bcrypt hashes.
 func Generate(dir string, o Options) (*Secrets, error) {
@@ -82,6 +88,9 @@ func Generate(dir string, o Options) (*Secrets, error) {
 	if !o.Force {
 		for _, pattern := range []string{UsersFile, "*.creds"} {
 			if m, _ := filepath.Glob(filepath.Join(dir, pattern)); len(m) > 0 {
+				if err := addClusterUsers(dir, o.Cost); err != nil {
+					return nil, err
+				}
 				return nil, fmt.Errorf("%w in %s (replace them with force, then restart the NATS server)", ErrExist, dir)
 			}
 		}
@@ -95,10 +104,20 @@ func Generate(dir string, o Options) (*Secrets, error) {
 	if err != nil {
 		return nil, err
 	}
-	conf, err := sec.ServerConfig(func(pass string) (string, error) {
-		hash, err := bcrypt.GenerateFromPassword([]byte(pass), o.Cost)
-		return string(hash), err
-	})
+	hashes := map[string]string{} // one hash a password for both files
+	hash := func(pass string) (string, error) {
+		if h, ok := hashes[pass]; ok {
+			return h, nil
+		}
+		h, err := bcrypt.GenerateFromPassword([]byte(pass), o.Cost)
+		hashes[pass] = string(h)
+		return string(h), err
+	}
+	conf, err := sec.ServerConfig(hash)
+	if err != nil {
+		return nil, err
+	}
+	clusterConf, err := sec.ClusterConfig(hash)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +148,9 @@ func Generate(dir string, o Options) (*Secrets, error) {
 	if err := writeSecret(filepath.Join(dir, UsersFile), conf); err != nil {
 		return nil, err
 	}
+	if err := writeSecret(filepath.Join(dir, ClusterUsersFile), clusterConf); err != nil {
+		return nil, err
+	}
 	for name, cs := range files {
 		if err := natsnet.WriteCredentials(filepath.Join(dir, name), credsComment, cs); err != nil {
 			return nil, err
@@ -155,4 +177,30 @@ func writeSecret(path string, b []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// addClusterUsers writes the cluster's users file into a folder of secrets
+// made before there was one, from its identities.
+func addClusterUsers(dir string, cost int) error {
+	path := filepath.Join(dir, ClusterUsersFile)
+	if _, err := os.Stat(path); err == nil {
+		return nil
+	}
+	master, err := natsnet.ReadCredentials(filepath.Join(dir, MasterFile))
+	if err != nil {
+		return err
+	}
+	slaves, err := natsnet.ReadCredentials(filepath.Join(dir, SlavesFile))
+	if err != nil {
+		return err
+	}
+	ids := &natsnet.Identities{Master: master[0], Slaves: slaves}
+	conf, err := ids.ClusterConfig(func(pass string) (string, error) {
+		hash, err := bcrypt.GenerateFromPassword([]byte(pass), cost)
+		return string(hash), err
+	})
+	if err != nil {
+		return err
+	}
+	return writeSecret(path, conf)
 }

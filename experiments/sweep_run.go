@@ -237,7 +237,8 @@ func RunSweep(ctx context.Context, plan *SweepPlan, opt SweepOptions) ([]SweepRo
 // monitorRun is what the sweep's monitor shows of row: running, or its
 // status.
 func monitorRun(plan *SweepPlan, row *SweepRow, running bool) monitor.SweepRun {
-	r := monitor.SweepRun{Index: row.Index, Name: row.Name, Sets: row.Sets, Dir: plan.runDir(&row.SweepRun),
+	dir := plan.runDir(&row.SweepRun)
+	r := monitor.SweepRun{Index: row.Index, Name: row.Name, Sets: row.Sets, Dir: dir, ResultFile: filepath.Join(dir, dbn.ResultFile),
 		Reused: row.Reused, Error: row.Err, WallSeconds: row.WallSeconds}
 	switch {
 	case running:

@@ -3,8 +3,10 @@
 // observation points a run already has (the pipeline's Hooks, with every
 // RBM's statistics from its slave's reports; the cluster's Joined, Lost,
 // Recovered and Checkpointed callbacks; the phases of dbn.Run), and serves
-// it over HTTP: /api/status as JSON and /metrics in Prometheus's text
-// format, through a registry of its own.
+// it over HTTP: /api/status as JSON, /metrics in Prometheus's text
+// format, through a registry of its own, and at / a live status page
+// (embedded in the binary: its script polls /api/status and draws the run,
+// or the sweep's grid, with inline SVG curves).
 //
 // The state is a view: it never feeds back into training, and every
 // observation costs a mutex, a few additions and a copy of the per-epoch

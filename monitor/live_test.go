@@ -240,7 +240,24 @@ func TestRunEndsDone(t *testing.T) {
 	if s.State != monitor.Done || s.Finetune == nil || len(s.Finetune.History) != 1 || s.ETASeconds != nil || s.Batches != 400 {
 		t.Errorf("status at the end = %+v; want done, fine-tuned 1 epoch, no ETA, 400 mini-batches", s)
 	}
+	if f := s.Finetuning; f == nil || f.Epochs != 1 || len(f.History) != 1 || f.History[0].Loss <= 0 {
+		t.Errorf("fine-tuning as it went = %+v; want 1 epoch of 1, with its loss", f)
+	}
+	if f := s.Finetune; f != nil {
+		n := 0
+		for _, row := range f.Confusion {
+			for _, c := range row {
+				n += c
+			}
+		}
+		if len(f.Confusion) != 10 || n != 100 || len(f.PerClass) != 10 {
+			t.Errorf("confusion matrix %v (%d examples), per class %v; want 10 classes, the 100 test examples", f.Confusion, n, f.PerClass)
+		}
+	}
 	for _, r := range s.RBMs {
+		if len(r.ReconTrace) == 0 || r.ReconTrace[len(r.ReconTrace)-1][0] != 200 {
+			t.Errorf("RBM %d's recon_trace = %v; want points up to mini-batch 200", r.Index, r.ReconTrace)
+		}
 		if r.Batches != 200 || r.State != "done" || len(r.ReconError) != 2 || r.Epoch != 2 {
 			t.Errorf("RBM %d at the end = %d mini-batches, %s, %d epochs, epoch %d; want 200, done, 2, 2",
 				r.Index, r.Batches, r.State, len(r.ReconError), r.Epoch)

@@ -61,7 +61,8 @@ func freePort(t *testing.T) int {
 
 // A real Prometheus (Debian's prometheus, which `make deps` installs)
 // scrapes the master every second during a pipelined run, and its HTTP API
-// has pipedbn_batches_trained_total series that grew.
+// has pipedbn_batches_trained_total series that grew; every query of the
+// example Grafana dashboard runs on it.
 func TestPrometheusScrapesRun(t *testing.T) {
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -163,4 +164,5 @@ scrape_configs:
 		t.Errorf("query pipedbn_batches_trained_total: %v, %v; want series", now, err)
 	}
 	t.Logf("pipedbn_batches_trained_total in prometheus: %v", now)
+	checkDashboardQueries(t, base)
 }

@@ -95,12 +95,19 @@ type Status struct {
 	// rate of each RBM so far; null while unknown and once pre-training
 	// ended.
 	ETASeconds *float64 `json:"eta_seconds"`
+	// Plan is the plan of a pipelined run's local slaves as the master
+	// printed it (cluster.plan: stage groups, predicted seconds per
+	// window); "" for other runs.
+	Plan string `json:"plan,omitempty"`
 	// RBMs lists every RBM of the DBN, RBM_1 first.
 	RBMs []RBMStatus `json:"rbms"`
 	// Slaves lists the slaves that registered, in order.
 	Slaves []SlaveStatus `json:"slaves"`
 	// Recoveries lists every lost slave and its replacement.
 	Recoveries []RecoveryStatus `json:"recoveries"`
+	// Finetuning is fine-tuning as it goes, epoch by epoch: null until it
+	// starts.
+	Finetuning *FinetuneProgress `json:"finetuning"`
 	// Finetune is null until fine-tuning ended.
 	Finetune *Finetune `json:"finetune"`
 }
@@ -136,6 +143,10 @@ type RBMStatus struct {
 	// result.json).
 	LastReconError float64   `json:"last_recon_error"`
 	ReconError     []float64 `json:"recon_error"`
+	// ReconTrace is the latest window's error along the run, as reported:
+	// [mini-batches trained, error] pairs, at most 256 (thinned evenly as
+	// the run grows).
+	ReconTrace [][2]float64 `json:"recon_trace"`
 	// Rejected counts the messages its worker dropped on its input.
 	Rejected uint64 `json:"rejected"`
 	// Checkpoints stored, and the age of the newest (null: none yet).
@@ -174,6 +185,12 @@ type Finetune struct {
 	ValidationAccuracy float64         `json:"validation_accuracy"`
 	TestAccuracy       float64         `json:"test_accuracy"`
 	History            []FinetuneEpoch `json:"history"`
+	// Confusion[t][p] counts the test examples of class t predicted as p;
+	// PerClass[t] is class t's test accuracy; Classes names the classes
+	// where the data set has names (as in result.json).
+	Confusion [][]int   `json:"confusion,omitempty"`
+	PerClass  []float64 `json:"per_class_accuracy,omitempty"`
+	Classes   []string  `json:"classes,omitempty"`
 }
 
 // FinetuneEpoch is one epoch of fine-tuning.
@@ -182,6 +199,16 @@ type FinetuneEpoch struct {
 	Loss               float64 `json:"loss"`
 	TrainAccuracy      float64 `json:"train_accuracy"`
 	ValidationAccuracy float64 `json:"validation_accuracy"`
+	// Seconds is the epoch's wall-clock time.
+	Seconds float64 `json:"seconds,omitempty"`
+}
+
+// FinetuneProgress is fine-tuning while it goes: the epochs planned (it
+// may stop earlier, its validation accuracy no longer improving) and
+// those trained so far.
+type FinetuneProgress struct {
+	Epochs  int             `json:"epochs"`
+	History []FinetuneEpoch `json:"history"`
 }
 
 // Run is the live state of one run. Its methods are safe for concurrent
@@ -202,7 +229,10 @@ type Run struct {
 	slaves        []SlaveStatus
 	registrations int
 	recoveries    []RecoveryStatus
+	finetuning    *FinetuneProgress
 	finetune      *Finetune
+	plan          string
+	lastPoll      time.Time // of /api/status, for Linger
 }
 
 // rbmState is what Run knows of one RBM: its latest report, and the
@@ -222,6 +252,7 @@ type rbmState struct {
 	lastCheckpoint              time.Time
 	checkpointed                []pipeline.Stats // the stats of recent checkpoints, oldest first
 	lost, recoveries, redone    int
+	trace                       trace
 }
 
 // keptCheckpoints bounds the checkpoints an RBM remembers the stats of,
@@ -259,6 +290,16 @@ func (r *Run) Pretraining(stages []pipeline.StageConfig, examples int) {
 			stats: pipeline.Stats{Index: c.Index}, base: pipeline.Stats{Index: c.Index},
 			batches: map[string]float64{}, samples: map[string]float64{}}
 	}
+}
+
+// Planned records the plan of the run's local slaves, as printed.
+func (r *Run) Planned(plan string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.plan = plan
 }
 
 // Hooks returns hooks that report every RBM's statistics to r.
@@ -301,6 +342,7 @@ func (r *Run) Observe(s pipeline.Stats) {
 	st.rejected += grow(float64(b.Rejected), float64(s.Rejected))
 	s.Recon = append([]float64(nil), s.Recon...)
 	st.stats, st.base = s, s
+	st.trace.add(s.Batches, s.LastRecon)
 }
 
 // grow is what a counter that was prev before and is cur now adds: the
@@ -401,8 +443,9 @@ func (r *Run) Checkpointed(rbm int, state pipeline.StageState) {
 	st.checkpointed = append(st.checkpointed, s)
 }
 
-// FineTuning says pre-training ended and fine-tuning starts.
-func (r *Run) FineTuning() {
+// FineTuning says pre-training ended and fine-tuning starts, epochs long
+// at most.
+func (r *Run) FineTuning(epochs int) {
 	if r == nil {
 		return
 	}
@@ -410,6 +453,20 @@ func (r *Run) FineTuning() {
 	defer r.mu.Unlock()
 	r.endPretraining()
 	r.phase = FineTuning
+	r.finetuning = &FinetuneProgress{Epochs: epochs}
+}
+
+// FinetuneEpoch records an epoch of fine-tuning, once trained.
+func (r *Run) FinetuneEpoch(e FinetuneEpoch) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.finetuning == nil {
+		r.finetuning = &FinetuneProgress{}
+	}
+	r.finetuning.History = append(r.finetuning.History, e)
 }
 
 // endPretraining notes when pre-training ended, once.
@@ -427,7 +484,22 @@ func (r *Run) Finetuned(f Finetune) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f.History = append([]FinetuneEpoch(nil), f.History...)
+	f.Confusion = copyRows(f.Confusion)
+	f.PerClass = append([]float64(nil), f.PerClass...)
+	f.Classes = append([]string(nil), f.Classes...)
 	r.finetune = &f
+}
+
+// copyRows returns a copy of m that shares nothing with it.
+func copyRows(m [][]int) [][]int {
+	if m == nil {
+		return nil
+	}
+	c := make([][]int, len(m))
+	for i, row := range m {
+		c[i] = append([]int(nil), row...)
+	}
+	return c
 }
 
 // Done says the run finished and wrote its results.
@@ -472,7 +544,7 @@ func (r *Run) Status() Status {
 		end = r.ended
 	}
 	s := Status{
-		Name: r.name, Mode: r.mode, State: r.phase, Error: r.err, URL: r.url,
+		Name: r.name, Mode: r.mode, State: r.phase, Error: r.err, URL: r.url, Plan: r.plan,
 		Started: r.started.UTC().Round(time.Millisecond), ElapsedSeconds: end.Sub(r.started).Seconds(),
 		RBMs: []RBMStatus{}, Slaves: append([]SlaveStatus{}, r.slaves...),
 		Recoveries: append([]RecoveryStatus{}, r.recoveries...),
@@ -492,8 +564,8 @@ func (r *Run) Status() Status {
 			Epoch: min(x.Epoch+1, c.Epochs), Epochs: c.Epochs, Batches: x.Batches, BatchesTotal: total,
 			BusySeconds: x.Busy.Seconds(), WaitSeconds: (x.WaitInput + x.WaitCredit).Seconds(),
 			WaitInputSeconds: x.WaitInput.Seconds(), WaitCreditSeconds: x.WaitCredit.Seconds(),
-			LastReconError: x.LastRecon, ReconError: append([]float64{}, x.Recon...), Rejected: x.Rejected,
-			Checkpoints: st.checkpoints,
+			LastReconError: x.LastRecon, ReconError: append([]float64{}, x.Recon...), ReconTrace: st.trace.copy(),
+			Rejected: x.Rejected, Checkpoints: st.checkpoints,
 		}
 		if x.Busy > 0 {
 			row.SamplesPerSecond = float64(x.Rows) / x.Busy.Seconds()
@@ -511,9 +583,15 @@ func (r *Run) Status() Status {
 			s.ETASeconds = &eta
 		}
 	}
+	if r.finetuning != nil {
+		s.Finetuning = &FinetuneProgress{Epochs: r.finetuning.Epochs, History: append([]FinetuneEpoch{}, r.finetuning.History...)}
+	}
 	if r.finetune != nil {
 		f := *r.finetune
 		f.History = append([]FinetuneEpoch{}, f.History...)
+		f.Confusion = copyRows(f.Confusion) // the caller may change it
+		f.PerClass = append([]float64(nil), f.PerClass...)
+		f.Classes = append([]string(nil), f.Classes...)
 		s.Finetune = &f
 	}
 	return s

@@ -154,7 +154,7 @@ func TestStatus(t *testing.T) {
 	}
 	want := RBMStatus{Index: 1, Visible: 10, Hidden: 20, Worker: "master", State: "waiting_credit", Epoch: 2, Epochs: 2,
 		Batches: 15, BatchesTotal: 20, SamplesPerSecond: 15, BusySeconds: 5, WaitSeconds: 3, WaitInputSeconds: 1,
-		WaitCreditSeconds: 2, LastReconError: 0.2, ReconError: []float64{0.3}}
+		WaitCreditSeconds: 2, LastReconError: 0.2, ReconError: []float64{0.3}, ReconTrace: [][2]float64{{15, 0.2}}}
 	if got, _ := json.Marshal(s.RBMs[0]); string(got) != string(must(json.Marshal(want))) {
 		t.Errorf("RBM 1 = %s; want %s", got, must(json.Marshal(want)))
 	}
@@ -165,22 +165,32 @@ func TestStatus(t *testing.T) {
 		t.Errorf("slaves %+v, %d registrations; want s1 once, 2 registrations", s.Slaves, r.registrations)
 	}
 
-	r.FineTuning()
+	r.FineTuning(3)
+	if f := r.Status().Finetuning; f == nil || f.Epochs != 3 || len(f.History) != 0 {
+		t.Errorf("finetuning as it starts = %+v; want 3 epochs planned, none trained", f)
+	}
+	r.FinetuneEpoch(FinetuneEpoch{Epoch: 1, Loss: 0.5, Seconds: 2})
+	if f := r.Status().Finetuning; f == nil || len(f.History) != 1 || f.History[0].Loss != 0.5 {
+		t.Errorf("finetuning after an epoch = %+v; want epoch 1, loss 0.5", f)
+	}
 	c.advance(5 * time.Second)
-	r.Finetuned(Finetune{Epochs: 1, TestAccuracy: 0.8, History: []FinetuneEpoch{{Epoch: 1}}})
+	confusion := [][]int{{3, 1}, {0, 4}}
+	r.Finetuned(Finetune{Epochs: 1, TestAccuracy: 0.8, History: []FinetuneEpoch{{Epoch: 1}}, Confusion: confusion, Classes: []string{"a", "b"}})
+	confusion[0][0] = 99 // the run keeps a copy
 	r.Failed(errors.New("boom"))
 	r.Done() // too late: the run failed
 	c.advance(time.Hour)
 	s = r.Status()
 	if s.State != Failed || s.Error != "boom" || s.ETASeconds != nil || s.PretrainSeconds != 12 || s.ElapsedSeconds != 18 ||
-		s.Finetune == nil || s.Finetune.TestAccuracy != 0.8 {
+		s.Finetune == nil || s.Finetune.TestAccuracy != 0.8 || fmt.Sprint(s.Finetune.Confusion) != "[[3 1] [0 4]]" {
 		t.Errorf("status at the end = %+v; want failed (boom), pre-training 12 s, 18 s in all, fine-tuned", s)
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{`"state":"failed"`, `"eta_seconds":null`, `"started":"2026-01-02T03:04:05Z"`, `"recoveries":[]`} {
+	for _, f := range []string{`"state":"failed"`, `"eta_seconds":null`, `"started":"2026-01-02T03:04:05Z"`, `"recoveries":[]`,
+		`"confusion":[[3,1],[0,4]]`, `"classes":["a","b"]`, `"finetuning":{"epochs":3,"history":[{"epoch":1,"loss":0.5,`} {
 		if !strings.Contains(string(b), f) {
 			t.Errorf("JSON %s: want %s", b, f)
 		}
@@ -229,10 +239,12 @@ func TestNilRun(t *testing.T) {
 	r.Lost(1, "a", 0)
 	r.Recovered(protocol.Recovery{RBM: 1})
 	r.Checkpointed(1, pipeline.StageState{})
-	r.FineTuning()
+	r.FineTuning(1)
+	r.FinetuneEpoch(FinetuneEpoch{})
 	r.Finetuned(Finetune{})
 	r.Done()
 	r.Failed(errors.New("x"))
+	r.Linger()
 	if r.URL() != "" || r.Status().Name != "" {
 		t.Error("nil Run has a URL or a status")
 	}
@@ -264,7 +276,7 @@ func TestMetricsLint(t *testing.T) {
 }
 
 // The handler serves the status as JSON, the metrics in the text format,
-// and a page that links them.
+// and the status page with its script and style sheet, from the binary.
 func TestHandler(t *testing.T) {
 	r, _ := newTestRun("pipelined")
 	r.Observe(pipeline.Stats{Index: 1, Batches: 3, Worker: "s1"})
@@ -300,8 +312,15 @@ func TestHandler(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
 		t.Errorf("GET /metrics: Content-Type %s; want text/plain", ct)
 	}
-	if _, body = get("/"); !strings.Contains(body, `href="api/status"`) || !strings.Contains(body, `href="metrics"`) {
-		t.Errorf("GET / = %s; want links to api/status and metrics", body)
+	if _, body = get("/"); !strings.Contains(body, `href="api/status"`) || !strings.Contains(body, `href="metrics"`) ||
+		!strings.Contains(body, `<script src="static/app.js"`) || !strings.Contains(body, `name="viewport"`) {
+		t.Errorf("GET / = %s; want the page: its script, a viewport, links to api/status and metrics", body)
+	}
+	for path, want := range map[string]string{"/static/app.js": "text/javascript", "/static/style.css": "text/css"} {
+		resp, body := get(path)
+		if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, want) || len(body) < 1000 {
+			t.Errorf("GET %s: %s, %s, %d bytes; want 200, %s", path, resp.Status, ct, len(body), want)
+		}
 	}
 	if resp, _ = get("/nothing"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /nothing: %s; want 404", resp.Status)
@@ -368,4 +387,20 @@ func TestSweepStatus(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, URLFile)); err != nil {
 		t.Error(err)
 	}
+}
+
+// The plan of a run's slaves is served as printed; a run without one
+// serves none.
+func TestRunPlan(t *testing.T) {
+	t.Parallel()
+	r := NewRun("p", "pipelined", "")
+	if got := r.Status().Plan; got != "" {
+		t.Errorf("plan before Planned = %q; want none", got)
+	}
+	r.Planned("auto plan (exact): 3 RBMs on 1 of 1 machines\n")
+	if got := r.Status().Plan; got != "auto plan (exact): 3 RBMs on 1 of 1 machines\n" {
+		t.Errorf("plan = %q; want the printed plan", got)
+	}
+	var nilRun *Run
+	nilRun.Planned("ignored") // a run without a monitor
 }

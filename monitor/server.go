@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
 	"net"
 	"net/http"
 	"os"
@@ -124,15 +123,15 @@ func (s *Server) Close() error {
 }
 
 // Handler returns the HTTP handler of the run: /api/status, /metrics, and
-// at / a page that links them.
+// at / the live status page.
 func (r *Run) Handler() http.Handler {
-	return newHandler("pipedbn run "+r.name, func() any { return r.Status() }, collector{r})
+	return newHandler(func() any { r.notePoll(); return r.Status() }, collector{r})
 }
 
 // newHandler serves status() as JSON at /api/status and c, with the Go
 // runtime's and the process's metrics, at /metrics, from a registry of its
-// own (never the global one).
-func newHandler(title string, status func() any, c prometheus.Collector) http.Handler {
+// own (never the global one), and the status page at /.
+func newHandler(status func() any, c prometheus.Collector) *http.ServeMux {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(c, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
@@ -147,17 +146,6 @@ func newHandler(title string, status func() any, c prometheus.Collector) http.Ha
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write(append(b, '\n'))
 	})
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		t := html.EscapeString(title)
-		fmt.Fprintf(w, `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>%s</title></head>
-<body><h1>%s</h1><ul>
-<li><a href="api/status">/api/status</a>: the state as JSON</li>
-<li><a href="metrics">/metrics</a>: Prometheus metrics</li>
-</ul></body></html>
-`, t, t)
-	})
+	handlePage(mux)
 	return mux
 }

@@ -3,6 +3,8 @@ package monitor
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -53,8 +55,11 @@ type SweepRun struct {
 	Name  string   `json:"name"`
 	Sets  []string `json:"sets"`
 	// Dir is the run's output folder.
-	Dir   string   `json:"dir"`
-	State RunState `json:"state"`
+	Dir string `json:"dir"`
+	// ResultFile is the path of its result.json, which the sweep serves
+	// at /api/runs/{index}/result once it exists; "": none.
+	ResultFile string   `json:"-"`
+	State      RunState `json:"state"`
 	// Reused says its result is an earlier sweep's.
 	Reused bool `json:"reused,omitempty"`
 	// Error says why it failed.
@@ -184,9 +189,36 @@ func (s *Sweep) Status() SweepStatus {
 }
 
 // Handler returns the HTTP handler of the sweep: /api/status (the grid of
-// runs), /metrics, and at / a page that links them.
+// runs), /metrics, /api/runs/{index}/result (a run's result.json, once
+// written), and at / the live status page.
 func (s *Sweep) Handler() http.Handler {
-	return newHandler("pipedbn sweep "+s.name, func() any { return s.Status() }, sweepCollector{s})
+	mux := newHandler(func() any { return s.Status() }, sweepCollector{s})
+	mux.HandleFunc("GET /api/runs/{index}/result", s.serveResult)
+	return mux
+}
+
+// serveResult serves the result.json of the run whose index the path
+// names, from the run's folder.
+func (s *Sweep) serveResult(w http.ResponseWriter, req *http.Request) {
+	i, err := strconv.Atoi(req.PathValue("index"))
+	path := ""
+	s.mu.Lock()
+	if err == nil && i >= 1 && i <= len(s.runs) {
+		path = s.runs[i-1].ResultFile
+	}
+	s.mu.Unlock()
+	if path == "" {
+		http.Error(w, fmt.Sprintf("the sweep has no run %q with a result", req.PathValue("index")), http.StatusNotFound)
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("run %d has no result yet", i), http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(b)
 }
 
 var descSweepRuns = prometheus.NewDesc("pipedbn_sweep_runs",

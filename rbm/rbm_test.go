@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 func TestUnits(t *testing.T) {
@@ -309,5 +310,15 @@ func TestRBMShapePanics(t *testing.T) {
 			}()
 			tc.f()
 		})
+	}
+}
+
+// MeasureRate counts samples per second of real steps: positive, and a
+// shape with 4 times the work trains markedly fewer samples a second.
+func TestMeasureRate(t *testing.T) {
+	small := MeasureRate(64, 64, 32, 1, 50*time.Millisecond)
+	big := MeasureRate(256, 256, 32, 1, 50*time.Millisecond)
+	if !(small > 0) || !(big > 0) || !(big < small) {
+		t.Errorf("MeasureRate: 64x64 %.0f, 256x256 %.0f samples/s; want both > 0, the larger slower", small, big)
 	}
 }

@@ -25,7 +25,7 @@ name: long
 data: {source: synthetic, train_limit: 2048, test_limit: 64}
 dbn: {layers: [16, 16, 16]}
 pretrain: {mode: pipelined, epochs: 500, batch_size: 16, k_batches: 2}
-cluster: {transport: nats, cpus_per_worker: 0}
+cluster: {transport: nats, cpus_per_worker: 0, plan: one-per-rbm}
 finetune: {epochs: 0}
 `), 0o644); err != nil {
 		t.Fatal(err)

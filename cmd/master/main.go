@@ -3,9 +3,11 @@
 //
 //	master run   --config FILE [--set key=value]... [--out DIR] [--http ADDR]
 //	master sweep --config FILE [--out DIR] [--http ADDR]
+//	master predict   --run DIR --in X --out P.npy [--labels]
+//	master transform --run DIR --in X --out H.npy [--layer N] [--finetuned]
 //
 // While it works, the master serves its state on monitor.http (--http):
-// /api/status as JSON and /metrics for Prometheus.
+// a live status page at /, /api/status as JSON and /metrics for Prometheus.
 package main
 
 import (
@@ -37,9 +39,12 @@ import (
 const usage = `usage:
   master run   --config FILE [--set key=value]... [--out DIR] [--http ADDR]   one experiment (greedy or pipelined)
   master sweep --config FILE [--out DIR] [--http ADDR]                         a grid of experiments + a report
+  master predict   --run DIR --in X --out P.npy [--labels]                     class probabilities (master predict -h)
+  master transform --run DIR --in X --out H.npy [--layer N] [--finetuned]      hidden activations (master transform -h)
 
 --http ADDR overrides monitor.http (default 127.0.0.1:0, a free loopback port; "" serves nothing):
-the address where the master serves /api/status (JSON) and /metrics (Prometheus) while it works.
+the address where the master serves its status page (/), /api/status (JSON) and /metrics
+(Prometheus) while it works.
 
 A pipelined run interrupted by Ctrl-C (or a crash) resumes from its checkpoints when
 ` + "`master run`" + ` is given the same config and output folder again.
@@ -102,12 +107,15 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		return err
 	}
+	if cmd == "predict" || cmd == "transform" {
+		return runModel(cmd, args, stdin, stderr) // predict.go
+	}
 	fs := flag.NewFlagSet("master "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "config `FILE` (YAML)")
 	out := fs.String("out", "", "output `DIR` (default: output.dir, else runs/<name>)")
 	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
-	httpAddr := fs.String("http", "", "serve /api/status and /metrics on `ADDR` (host:port; port 0: a free one; \"\": nothing); overrides monitor.http")
+	httpAddr := fs.String("http", "", "serve the status page, /api/status and /metrics on `ADDR` (host:port; port 0: a free one; \"\": nothing); overrides monitor.http")
 	var overrides sets
 	switch cmd {
 	case "run":
@@ -182,7 +190,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		var mon *monitor.Run
 		if ln != nil {
 			mon = monitor.NewRun(cfg.Name, cfg.Pretrain.Mode.String(), monitor.URL(ln))
-			defer serve(mon.Handler())()
+			stop := serve(mon.Handler())
+			// An open status page gets to show how the run ended.
+			defer func() { mon.Linger(); stop() }()
 		}
 		res, err := dbn.Run(ctx, cfg, dbn.Options{
 			Logger: logger, Progress: stderr, Terminal: tty, OutDir: *out, Monitor: mon,

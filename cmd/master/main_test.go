@@ -154,7 +154,7 @@ func TestBadInput(t *testing.T) {
 		{"one layer", []string{"--config", write("layers.yaml", "dbn:\n  layers: [784]\n")}, nil, []string{"layers.yaml", "dbn.layers = [784]"}},
 		{"zero layer", []string{"--config", write("layer0.yaml", "dbn:\n  layers: [784, 0]\n")}, nil, []string{"layer0.yaml", "dbn.layers[1] = 0"}},
 		{"layers vs data", []string{"--config", write("dim.yaml", "data: {source: fashion-mnist, train_limit: 10, test_limit: 10}\ndbn:\n  layers: [100, 10]\n"), "--set", "pretrain.mode=greedy"}, nil, []string{"dim.yaml", "dbn.layers[0] = 100", "784"}},
-		{"unknown source", []string{"--config", write("source.yaml", "data:\n  source: csv\n")}, nil, []string{"source.yaml", `data.source = "csv"`}},
+		{"unknown source", []string{"--config", write("source.yaml", "data:\n  source: hdf5\n")}, nil, []string{"source.yaml", `data.source = "hdf5"`}},
 		{"missing data dir", []string{"--config", write("dir.yaml", "data:\n  dir: /nonexistent/fmnist\n")}, nil, []string{"dir.yaml", `data.dir = "/nonexistent/fmnist"`}},
 		{"bad nats url", []string{"--config", write("url.yaml", "cluster:\n  nats_url: localhost\n")}, nil, []string{"url.yaml", `cluster.nats_url = "localhost"`}},
 		{"bad duration", []string{"--config", write("dur.yaml", "cluster:\n  join_timeout: soon\n")}, nil, []string{"dur.yaml", "cluster.join_timeout", "soon"}},

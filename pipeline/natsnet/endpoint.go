@@ -47,6 +47,10 @@ type endpoint struct {
 
 	bytesIn, bytesOut atomic.Uint64 // of windows
 	queued            atomic.Int64  // bytes in the inbox
+
+	// peers are the other nodes of this process that links reach in
+	// memory (see Peers); nil: none.
+	peers *Peers
 }
 
 func newEndpoint(nc *nats.Conn, self string, log hclog.Logger) *endpoint {
@@ -170,6 +174,9 @@ func (ep *endpoint) bytes() (in, out uint64) { return ep.bytesIn.Load(), ep.byte
 // (the connection is down) is dropped: the protocol sends again what
 // matters.
 func (ep *endpoint) send(run string, e protocol.Envelope) {
+	if ep.peers != nil && ep.peers.hand(ep, e) {
+		return
+	}
 	subject := subjectOf(run, e)
 	maxPart := int(ep.nc.MaxPayload())
 	if maxPart <= messages.FragmentHeaderSize {

@@ -100,6 +100,27 @@ type slaveData struct {
 // into what the config holds, such as a bcrypt hash; nil keeps the password
 // in clear, only for a config that never touches a disk.
 func (ids *Identities) ServerConfig(hash func(password string) (string, error)) ([]byte, error) {
+	return ids.render(hash, true)
+}
+
+// ClusterConfig renders the accounts config of every server of a NATS
+// cluster that admits ids alone: ServerConfig's, but a slave identity is
+// not limited to one connection. The servers of a cluster share their
+// accounts' connection counts, and a server that dies (SIGKILL, a lost
+// host) leaves its connections counted on the others for minutes (until
+// they declare it an orphan, 150 s and more): a slave of that server that
+// reconnects to another would be refused all that time. So on a cluster
+// each slave must be given an identity of its own (slave --name slave-K, as
+// the Swarm stack does by task slot): no claim from a shared pool, and a
+// second process with a name in use is refused by the master, not by the
+// servers.
+func (ids *Identities) ClusterConfig(hash func(password string) (string, error)) ([]byte, error) {
+	return ids.render(hash, false)
+}
+
+// render renders users.conf.tmpl; oneConnection limits each slave account
+// to one connection.
+func (ids *Identities) render(hash func(password string) (string, error), oneConnection bool) ([]byte, error) {
 	if len(ids.Slaves) == 0 {
 		// An export to no account would be an export to every account.
 		return nil, fmt.Errorf("identities: no slave identity")
@@ -134,7 +155,8 @@ func (ids *Identities) ServerConfig(hash func(password string) (string, error)) 
 		Master        userData
 		Slaves        []slaveData
 		SlaveAccounts string
-	}{Master: master}
+		OneConnection bool
+	}{Master: master, OneConnection: oneConnection}
 	var all []string
 	for k, u := range users {
 		others := append(append([]userData{}, users[:k]...), users[k+1:]...)

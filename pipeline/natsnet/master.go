@@ -21,6 +21,12 @@ type Plan struct {
 	RunID string
 	// Stages describe RBM_1..RBM_L; slave i trains Stages[i-1].
 	Stages []pipeline.StageConfig
+	// Seating, if set, names the RBM each named slave trains (see
+	// protocol.MasterConfig.Seating): the plan's stage groups.
+	Seating map[string]int
+	// Peers, if set, are the slaves running in the master's process: the
+	// data windows and their credits go between them in memory.
+	Peers *Peers
 	// Data holds N rows of Stages[0].Visible values: RBM_1's input, which
 	// the master streams to slave 1, shuffled every epoch by a source seeded
 	// with ShuffleSeed.
@@ -127,6 +133,11 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 
 	ep := newEndpoint(m.nc, MasterName, m.log)
 	defer ep.close()
+	if p.Peers != nil {
+		ep.peers = p.Peers
+		p.Peers.add(MasterName, ep)
+		defer p.Peers.remove(MasterName, ep)
+	}
 	run := cfg.Run.ID
 	for subject, f := range map[string]family{
 		reportSubject(run, "*"): reports, creditSubject(run, "*"): credits, RegisterSubject: registers,
@@ -136,14 +147,36 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 		}
 	}
 	conn := make(chan bool, 16)
+	// A lost connection also ends the store operation under way: the acks
+	// of what it published are lost with the server, and it would wait out
+	// its timeout (30 s) before it tried again on the next server.
+	connLost := make(chan struct{}, 1)
 	notify := func(up bool) {
 		select {
 		case conn <- up:
 		default:
 		}
+		if !up {
+			select {
+			case connLost <- struct{}{}:
+			default:
+			}
+		}
 	}
-	m.nc.SetDisconnectErrHandler(func(*nats.Conn, error) { notify(false) })
-	m.nc.SetReconnectHandler(func(*nats.Conn) { notify(true) })
+	// On a cluster the connection moves to another server when its own
+	// dies; the log says where it is, which the stack test reads.
+	m.log.Info("connected to NATS", "server", m.nc.ConnectedServerName(), "url", m.nc.ConnectedUrlRedacted(), "cluster", m.nc.ConnectedClusterName())
+	m.nc.SetDisconnectErrHandler(func(_ *nats.Conn, err error) {
+		if err == nil {
+			return // closed, not lost
+		}
+		m.log.Warn("NATS connection lost; reconnecting", "error", err)
+		notify(false)
+	})
+	m.nc.SetReconnectHandler(func(nc *nats.Conn) {
+		m.log.Info("NATS reconnected", "server", nc.ConnectedServerName(), "url", nc.ConnectedUrlRedacted())
+		notify(true)
+	})
 	defer func() {
 		m.nc.SetDisconnectErrHandler(nil)
 		m.nc.SetReconnectHandler(nil)
@@ -152,7 +185,7 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 	life, endLife := context.WithCancel(context.Background())
 	defer endLife()
 	work, stored := make(chan protocol.StoreOp), make(chan storeDone)
-	go m.storeWorker(life, p.Store, work, stored)
+	go m.storeWorker(life, p.Store, work, stored, connLost)
 	respawnErrs := make(chan error, len(p.Stages))
 
 	var queue []protocol.StoreOp // store ops not yet handed to the worker
@@ -248,7 +281,7 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 // incarnation. It stores the master's own state.
 func (m *Master) config(ctx context.Context, p Plan) (protocol.MasterConfig, error) {
 	cfg := protocol.MasterConfig{
-		Run: protocol.Run{ID: p.RunID, Incarnation: 1}, Stages: p.Stages, Data: p.Data, N: p.N, ShuffleSeed: p.ShuffleSeed,
+		Run: protocol.Run{ID: p.RunID, Incarnation: 1}, Stages: p.Stages, Seating: p.Seating, Data: p.Data, N: p.N, ShuffleSeed: p.ShuffleSeed,
 		Credits: p.Credits, CheckpointEvery: p.CheckpointEvery, Timing: protocol.DefaultTiming(p.JoinTimeout, p.LostAfter),
 		Observer: protocol.Observer{Hooks: p.Hooks, Joined: p.Joined, Lost: p.Lost, Recovered: p.Recovered, Checkpointed: p.Checkpointed},
 		Logger:   m.log,
@@ -300,8 +333,9 @@ type masterState struct {
 
 // storeWorker carries out the master's store operations one at a time:
 // a Put is retried while the store is unreachable, until it succeeds or
-// the run's life ends.
-func (m *Master) storeWorker(life context.Context, store Store, work <-chan protocol.StoreOp, done chan<- storeDone) {
+// the run's life ends; one under way when the connection is lost (a
+// signal on connLost) is given up and tried again.
+func (m *Master) storeWorker(life context.Context, store Store, work <-chan protocol.StoreOp, done chan<- storeDone, connLost <-chan struct{}) {
 	for {
 		var op protocol.StoreOp
 		select {
@@ -318,9 +352,23 @@ func (m *Master) storeWorker(life context.Context, store Store, work <-chan prot
 				break
 			}
 			for {
+				select {
+				case <-connLost: // lost before this attempt: not its concern
+				default:
+				}
 				put, cancel := context.WithTimeout(life, 30*time.Second)
+				watched := make(chan struct{})
+				go func() {
+					defer close(watched)
+					select {
+					case <-connLost:
+						cancel()
+					case <-put.Done():
+					}
+				}()
 				err := store.Put(put, op.Name, b)
 				cancel()
+				<-watched
 				if err == nil || life.Err() != nil {
 					break
 				}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -46,6 +47,14 @@ type SlaveOptions struct {
 	// WindowDelay, if set, makes the slave sleep after every window: it
 	// emulates a slower machine (tests, demos of failures and recovery).
 	WindowDelay time.Duration
+
+	// Peers, if set, are the nodes of this process the slave hands its
+	// link messages to in memory (RunGroup makes them for its group).
+	Peers *Peers
+
+	// turn, shared by the slaves of one stage group (RunGroup), lets one
+	// of them train at a time.
+	turn *sync.Mutex
 
 	// afterWindow, for tests, runs after every window with its training
 	// time and the input bytes received and not yet taken.
@@ -129,6 +138,13 @@ func runSlave(ctx context.Context, opt *SlaveOptions) error {
 	base := opt.Logger
 	natsOpts := append(append([]nats.Option{}, opt.NATSOptions...), nats.ErrorHandler(func(nc *nats.Conn, _ *nats.Subscription, err error) {
 		base.Error("NATS error", "connection", nc.Opts.Name, "error", err)
+	}), nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+		if err == nil {
+			return // closed, not lost
+		}
+		base.Warn("NATS connection lost; reconnecting", "error", err)
+	}), nats.ReconnectHandler(func(nc *nats.Conn) {
+		base.Info("NATS reconnected", "server", nc.ConnectedServerName(), "url", nc.ConnectedUrlRedacted())
 	}))
 	var nc *nats.Conn
 	var err error
@@ -159,6 +175,11 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 	log := opt.Logger
 	ep := newEndpoint(nc, opt.Name, log)
 	defer ep.close()
+	if opt.Peers != nil {
+		ep.peers = opt.Peers
+		opt.Peers.add(opt.Name, ep)
+		defer opt.Peers.remove(opt.Name, ep)
+	}
 	if err := ep.subscribe(ctlSubject(opt.Name), controls); err != nil {
 		return err
 	}
@@ -184,6 +205,10 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 		if job := out.Job; job != nil {
 			training = true
 			go func() {
+				if opt.turn != nil {
+					opt.turn.Lock()
+					defer opt.turn.Unlock()
+				}
 				start := time.Now()
 				err := job.Run()
 				if opt.WindowDelay > 0 {

@@ -32,38 +32,100 @@ var (
 
 // JetStreamStore is a Store in a JetStream object store bucket of its own
 // per run: every Put is acknowledged by the server once written, and it
-// survives restarts of the master and (with file storage) of the server.
+// survives restarts of the master and (with file storage) of the server,
+// and, replicated on a cluster, the loss of a server.
 type JetStreamStore struct {
-	js     jetstream.JetStream
-	obs    jetstream.ObjectStore
-	bucket string
+	js       jetstream.JetStream
+	obs      jetstream.ObjectStore
+	bucket   string
+	replicas int
 }
 
 // BucketName is the object store bucket of a run's checkpoints.
 func BucketName(runID string) string { return "pipedbn-" + runID }
 
+// MaxReplicas is the most copies of a run's checkpoints a NATS cluster
+// keeps: three survive the loss of any one server (JetStream's RAFT needs
+// a majority of the copies).
+const MaxReplicas = 3
+
+// openTimeout bounds OpenJetStreamStore's wait for JetStream: a cluster
+// that has just started elects its JetStream leaders first.
+const openTimeout = 30 * time.Second
+
 // OpenJetStreamStore opens (creating it if need be) the bucket of run
-// runID on the server nc is connected to.
+// runID on the server nc is connected to. On a server of a cluster (its
+// INFO names one) the bucket is replicated on min(MaxReplicas, cluster
+// size) servers: the server says how many it can place by refusing more
+// (no suitable peers, insufficient resources, or replicas not supported
+// when JetStream is not clustered), so it asks for MaxReplicas and then
+// fewer. A cluster whose JetStream is not ready yet is waited for, up to
+// 30 s.
 func OpenJetStreamStore(ctx context.Context, nc *nats.Conn, runID string) (*JetStreamStore, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
 	}
 	bucket := BucketName(runID)
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
-		Bucket: bucket, Description: "pipedbn checkpoints of run " + runID, Storage: jetstream.FileStorage,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("JetStream object store %s on %s: %w", bucket, nc.ConnectedUrlRedacted(), err)
+	replicas := 1
+	if nc.ConnectedClusterName() != "" {
+		replicas = MaxReplicas
 	}
-	return &JetStreamStore{js: js, obs: obs, bucket: bucket}, nil
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	for {
+		try, cancelTry := context.WithTimeout(ctx, 10*time.Second)
+		obs, err := js.CreateOrUpdateObjectStore(try, jetstream.ObjectStoreConfig{
+			Bucket: bucket, Description: "pipedbn checkpoints of run " + runID, Storage: jetstream.FileStorage,
+			Replicas: replicas,
+		})
+		cancelTry()
+		if err == nil {
+			return &JetStreamStore{js: js, obs: obs, bucket: bucket, replicas: replicas}, nil
+		}
+		var api jetstream.JetStreamError
+		code := jetstream.ErrorCode(0)
+		if errors.As(err, &api) && api.APIError() != nil {
+			code = api.APIError().ErrorCode
+		}
+		switch {
+		case replicas > 1 && (code == errNoPeers || code == errInsufficientResources || code == errReplicasNotSupported):
+			replicas--
+			continue
+		case ctx.Err() == nil && (code == errClusterNotAvailable || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)):
+			select {
+			case <-time.After(500 * time.Millisecond):
+				continue
+			case <-ctx.Done():
+			}
+		}
+		return nil, fmt.Errorf("JetStream object store %s (%d replicas) on %s: %w", bucket, replicas, nc.ConnectedUrlRedacted(), err)
+	}
 }
 
-// Put implements Store.
+// The JetStream API's error codes (nats-server's jetstream_errors.json)
+// that OpenJetStreamStore acts on.
+const (
+	errNoPeers               jetstream.ErrorCode = 10005 // no suitable peers for placement
+	errClusterNotAvailable   jetstream.ErrorCode = 10008 // JetStream system temporarily unavailable
+	errInsufficientResources jetstream.ErrorCode = 10023
+	errReplicasNotSupported  jetstream.ErrorCode = 10074 // replicas > 1 not supported in non-clustered mode
+)
+
+// Replicas is the number of servers that keep a copy of the checkpoints.
+func (s *JetStreamStore) Replicas() int { return s.replicas }
+
+// Put implements Store. The object store waits for the acks of a put's
+// publishes until ctx's deadline when ctx has one, and for each at most
+// its default timeout (5 s) otherwise; a put whose acks are lost, because
+// its stream's leader died with a server of the cluster, would wait out the
+// whole deadline. So it gets ctx without its deadline, ended when ctx
+// ends.
 func (s *JetStreamStore) Put(ctx context.Context, name string, data []byte) error {
-	_, err := s.obs.PutBytes(ctx, name, data)
+	put, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	_, err := s.obs.PutBytes(put, name, data)
 	return err
 }
 
@@ -105,7 +167,12 @@ func (s *JetStreamStore) List(ctx context.Context) ([]string, error) {
 }
 
 // Where implements Store.
-func (s *JetStreamStore) Where() string { return "JetStream object store " + s.bucket }
+func (s *JetStreamStore) Where() string {
+	if s.replicas > 1 {
+		return fmt.Sprintf("JetStream object store %s (%d replicas)", s.bucket, s.replicas)
+	}
+	return "JetStream object store " + s.bucket
+}
 
 // Destroy deletes the bucket and everything in it: the run is complete.
 func (s *JetStreamStore) Destroy(ctx context.Context) error {

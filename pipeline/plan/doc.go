@@ -94,18 +94,20 @@
 // parameters are small), no hierarchy of networks, and it charges message
 // handling on the CPU, which this project measured to matter.
 //
-// # Next steps
+// # Where it is used, and next steps
 //
-// Left for the later steps of issue 14: the cluster.plan key (auto,
-// one-per-rbm, or groups in YAML, checked by Explicit) and a key for
-// Tolerance; the calibration at registration (each slave reports CPUs and
-// SpeedFromRate of a short CD-1 run; ByteWork and ThreadLoss fitted as the
-// simulator fits ByteCost); executing groups (several RBMs per slave,
-// concurrently where it has threads) and replicas (a credit per replica,
-// windows in order at the consumer, a ring all-reduce every S windows,
-// checkpoints and replacement covering replicas) in the protocol core;
-// recording the plan and per group predicted against measured seconds in
-// result.json; letting experiments' simulator replay a plan; splitting one
-// machine's CPUs among groups for local runs; and re-planning when the lower
+// dbn lays out a pipelined run's local slave processes by cluster.plan
+// (auto, one-per-rbm, or explicit groups like "1-2,3"), with the master's
+// speed measured on one thread (rbm.MeasureRate, SpeedFromRate), and
+// records the plan, predicted against measured, in result.json. Groups run
+// as one process hosting one slave per RBM (natsnet.RunGroup); auto
+// searches groups only (Tolerance +Inf), since replicas are not executed.
+// Left for the later steps of issue 14: a key for Tolerance once replicas
+// run; the calibration at registration for slaves started by hand (each
+// reports CPUs and SpeedFromRate; ByteWork and ThreadLoss fitted as the
+// simulator fits ByteCost); replicas (a credit per replica, windows in
+// order at the consumer, a ring all-reduce every S windows, checkpoints and
+// replacement covering replicas) in the protocol core; letting
+// experiments' simulator replay a plan; and re-planning when the lower
 // groups finish.
 package plan

@@ -20,6 +20,11 @@ type MasterConfig struct {
 	Run Run
 	// Stages describe RBM_1..RBM_L; slave i trains Stages[i-1].
 	Stages []pipeline.StageConfig
+	// Seating, if set, names the RBM a slave of that name trains when it is
+	// among the first L to join (a plan's stage groups: the slaves a process
+	// hosts take consecutive RBMs); the others take the remaining RBMs in
+	// the order they joined.
+	Seating map[string]int
 	// Data holds N rows of Stages[0].Visible values: RBM_1's input, which
 	// the master streams to slave 1, shuffled every epoch by a source
 	// seeded with ShuffleSeed.
@@ -458,9 +463,9 @@ func (m *Master) maybeRun(now time.Duration) {
 		return
 	}
 	m.phase = running
-	for i := 1; i <= m.L; i++ {
-		s := m.seats[i]
-		s.process = m.joined[i-1]
+	for i, j := range m.seating() {
+		s := m.seats[i+1]
+		s.process = j
 		s.slave, s.seen, s.floor = s.process.name, now, m.starts[i].GetWindows()
 	}
 	resume := m.cfg.Stored != nil
@@ -475,6 +480,28 @@ func (m *Master) maybeRun(now time.Duration) {
 		m.src.Next(c.Epochs) // dealt before the resume point
 	}
 	m.starts = nil
+}
+
+// seating returns the slaves gathered in the order of the RBMs they train:
+// those cfg.Seating names at their RBM, the others in the order they joined.
+func (m *Master) seating() []joined {
+	order := make([]joined, m.L)
+	taken := make([]bool, len(m.joined))
+	for k, j := range m.joined {
+		if i, ok := m.cfg.Seating[j.name]; ok && i >= 1 && i <= m.L && order[i-1].name == "" {
+			order[i-1], taken[k] = j, true
+		}
+	}
+	next := 0
+	for i := range order {
+		for order[i].name == "" && next < len(m.joined) {
+			if !taken[next] {
+				order[i], taken[next] = m.joined[next], true
+			}
+			next++
+		}
+	}
+	return order
 }
 
 // pumpFeed deals data windows to RBM_1 as far as its credit goes.

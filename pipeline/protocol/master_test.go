@@ -215,6 +215,26 @@ func TestMasterGathersAndAssigns(t *testing.T) {
 	wantShape(t, "Register(s1) pid 7", r.register("s1", 7).Messages, "s1 admission, s1 assign")
 }
 
+// A plan's Seating puts the slaves it names at their RBMs, whatever order
+// they join in; the others fill the rest in the order they joined.
+func TestMasterSeating(t *testing.T) {
+	t.Parallel()
+	r := newMasterRig(t, 3, 1, 2, func(c *MasterConfig) { c.Seating = map[string]int{"g2": 3, "g1": 1, "far": 9} })
+	r.m.Start(0)
+	r.m.Ready()
+	var out Output
+	for _, name := range []string{"far", "g2", "g1"} {
+		out = r.register(name, 1)
+	}
+	wantShape(t, "the 3rd registration", out.Messages, "g1 admission, g1 assign, far assign, g2 assign")
+	want := map[string]int{"g1": 1, "far": 2, "g2": 3}
+	for _, e := range out.Messages[1:] {
+		if got := msg[*messages.Assign](t, []Envelope{e}, 0).RBM; got != want[e.To] {
+			t.Errorf("%s trains RBM_%d; want RBM_%d", e.To, got, want[e.To])
+		}
+	}
+}
+
 func TestMasterRefuses(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

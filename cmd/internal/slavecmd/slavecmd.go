@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -20,7 +21,7 @@ import (
 )
 
 // Usage is the slave command's synopsis.
-const Usage = "usage: slave [--nats URL] [--name NAME] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--window-delay 0s] [--status-every 1s] [--log-level info]\n"
+const Usage = "usage: slave [--nats URL] [--name NAME[,NAME...]] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--window-delay 0s] [--status-every 1s] [--log-level info]\n"
 
 // ErrUsage marks a bad slave command line.
 var ErrUsage = errors.New("usage")
@@ -34,8 +35,8 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	host, _ := os.Hostname()
 	urlEnv := config.EnvVar("cluster.nats_url") // the master's key, for one environment for both
-	url := fs.String("nats", envOr(urlEnv, "nats://127.0.0.1:4222"), "NATS server `URL` (env "+urlEnv+")")
-	name := fs.String("name", os.Getenv("PIPEDBN_SLAVE_NAME"), "slave `NAME`: letters, digits, '_' and '-' (env PIPEDBN_SLAVE_NAME; default: the user of the claimed identity with --credentials, else hostname-pid)")
+	url := fs.String("nats", envOr(urlEnv, "nats://127.0.0.1:4222"), "NATS server `URL`, or several separated by commas (a cluster) (env "+urlEnv+")")
+	name := fs.String("name", os.Getenv("PIPEDBN_SLAVE_NAME"), "slave `NAME`: letters, digits, '_' and '-' (env PIPEDBN_SLAVE_NAME; default: the user of the claimed identity with --credentials, else hostname-pid); several, comma-separated, run a stage group: one slave per name in this process, training one window at a time with all its threads")
 	credsFile := fs.String("credentials", os.Getenv(natsnet.CredentialsEnv), "`FILE` of NATS identities, one user:password a line: the slave claims a free one and takes its user as name (env "+natsnet.CredentialsEnv+")")
 	serve := fs.Bool("serve", false, "after a run, wait for the next master instead of exiting")
 	threads := fs.Int("threads", 0, "BLAS threads; 0: one per CPU")
@@ -51,6 +52,13 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))
+	}
+	if _, err := config.NATSURLs(*url); err != nil {
+		from := "--nats"
+		if os.Getenv(urlEnv) == *url {
+			from += " (from env " + urlEnv + ")"
+		}
+		return fmt.Errorf("%w: %s = %q: %v", ErrUsage, from, *url, err)
 	}
 	lvl := hclog.LevelFromString(*level)
 	if lvl == hclog.NoLevel {
@@ -71,6 +79,13 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: logName, Level: lvl, Output: stderr})
 	opt := natsnet.SlaveOptions{URL: *url, Name: *name, Credentials: creds, Threads: *threads, JoinTimeout: *join, Logger: log, WindowDelay: *delay, StatusEvery: *statusEvery}
+	if names := strings.Split(*name, ","); len(names) > 1 {
+		if *serve {
+			return fmt.Errorf("%w: --serve with a group of names (--name %s): a group runs once", ErrUsage, *name)
+		}
+		opt.Name = ""
+		return natsnet.RunGroup(ctx, opt, names)
+	}
 	if *serve {
 		return natsnet.ServeSlave(ctx, opt)
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -20,12 +21,19 @@ func TestMainBadCommandLine(t *testing.T) {
 		{[]string{"--bogus"}, ErrUsage},
 		{[]string{"--threads", "many"}, ErrUsage},
 		{[]string{"--log-level", "loud"}, ErrUsage},
+		{[]string{"--serve", "--name", "a,b"}, ErrUsage},
+		{[]string{"--nats", "localhost:4222"}, ErrUsage},
+		{[]string{"--nats", "nats://a:4222,,nats://b:4222"}, ErrUsage},
 		{[]string{"-h"}, flag.ErrHelp},
 	}
 	for _, c := range cases {
 		if err := Main(context.Background(), c.args, io.Discard); !errors.Is(err, c.want) {
 			t.Errorf("Main(%q) = %v; want %v", c.args, err, c.want)
 		}
+	}
+	// A bad URL of a list is named with its place (issue 16).
+	if err := Main(context.Background(), []string{"--nats", "nats://a:4222,http://b:4222"}, io.Discard); err == nil || !strings.Contains(err.Error(), `--nats = "nats://a:4222,http://b:4222": item 2 of the list, "http://b:4222"`) {
+		t.Errorf("Main(--nats nats://a:4222,http://b:4222) = %v; want a usage error naming --nats and item 2", err)
 	}
 	missing := filepath.Join(t.TempDir(), "none.creds")
 	if err := Main(context.Background(), []string{"--credentials", missing}, io.Discard); err == nil || errors.Is(err, ErrUsage) {

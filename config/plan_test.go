@@ -1,0 +1,57 @@
+package config
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestStageGroups(t *testing.T) {
+	t.Parallel()
+	good := map[string][][2]int{
+		PlanAuto:      nil,
+		PlanOnePerRBM: nil,
+		"1-2,3":       {{1, 2}, {3, 3}},
+		"1,2,3":       {{1, 1}, {2, 2}, {3, 3}},
+		" 1 - 3 ":     {{1, 3}},
+	}
+	for plan, want := range good {
+		got, err := Cluster{Plan: plan}.StageGroups(3)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("StageGroups(%q) = %v, %v; want %v, nil", plan, got, err, want)
+		}
+	}
+	const want = `must be auto, one-per-rbm, or stage groups covering RBMs 1 to 3 in order, like "1-2,3": `
+	bad := map[string]string{
+		"greedy": `"greedy" is no RBM or range of RBMs`,
+		"1-2":    "RBMs 3 to 3 are in no group",
+		"2-3":    `group "2-3" starts at RBM 2, want 1`,
+		"1,1-3":  `group "1-3" starts at RBM 1, want 2`,
+		"1-4":    `group "1-4" ends at RBM 4`,
+		"1-2,":   `"" is no RBM or range of RBMs`,
+	}
+	for plan, reason := range bad {
+		if _, err := (Cluster{Plan: plan}).StageGroups(3); err == nil || err.Error() != want+reason {
+			t.Errorf("StageGroups(%q) = %v; want %s%s", plan, err, want, reason)
+		}
+	}
+}
+
+// cluster.plan and cluster.local_slaves are checked against the cluster
+// they lay out: groups and a count of local slaves need local slaves.
+func TestPlanProblems(t *testing.T) {
+	t.Parallel()
+	const dbn = "dbn: {layers: [20, 10, 8, 6]}\n"
+	checkProblems(t, loadProblems(t, dbn+"cluster: {plan: '1-2', local_slaves: -1}\n"),
+		`cluster.local_slaves = -1: must be >= 0 (0: as cluster.plan decides)`,
+		`cluster.plan = "1-2": must be auto, one-per-rbm, or stage groups covering RBMs 1 to 3 in order, like "1-2,3": RBMs 3 to 3 are in no group`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {plan: '1-2,3', slaves: 3}\n"),
+		`cluster.plan = "1-2,3": stage groups need the local slaves of cluster.transport = nats and cluster.slaves = 0 (slaves started by hand train one RBM each)`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {local_slaves: 2, transport: memory}\n"),
+		`cluster.local_slaves = 2: only counts the local slaves of cluster.transport = nats and cluster.slaves = 0`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {plan: '1-2,3', local_slaves: 3}\n"),
+		`cluster.local_slaves = 3: cluster.plan = "1-2,3" has 2 stage groups, one local slave each (0: as many)`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {plan: one-per-rbm, local_slaves: 2}\n"),
+		`cluster.local_slaves = 2: cluster.plan = one-per-rbm needs one local slave per RBM, 3 (0: as many)`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {local_slaves: 4}\n"),
+		`cluster.local_slaves = 4: more than the DBN's 3 RBMs: stage replicas are not implemented yet, so the rest would idle`)
+}

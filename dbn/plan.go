@@ -1,0 +1,227 @@
+package dbn
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/pipedbn/pipedbn/blas"
+	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/natsnet"
+	"github.com/pipedbn/pipedbn/pipeline/plan"
+	"github.com/pipedbn/pipedbn/rbm"
+)
+
+// layout is how a pipelined run's local slave processes share its RBMs:
+// the plan (cluster.plan) and, per process, the stage group it runs: one
+// slave, named localSlaveName(i), per RBM_i of the group.
+type layout struct {
+	plan *plan.Plan
+	// groups[p] is process p's first and last RBM, 1-based.
+	groups [][2]int
+	// threads is each process's BLAS threads.
+	threads int
+	// speed is the master's, measured; machineCPUs each process's CPUs as
+	// planned.
+	speed, machineCPUs float64
+}
+
+// Assumed costs of local slaves: loopback moves bytes for free, but
+// handling them costs CPU, ByteWork as the table3 report measured it (see
+// plan.Cluster.ByteWork).
+const (
+	localLatency  = 100e-6
+	localByteWork = 200
+)
+
+// calibration is how long the master measures its CD-1 speed.
+const calibration = 300 * time.Millisecond
+
+// layoutLocal plans the local slaves of cfg's pipelined run of stages on
+// examples rows of data: the machines are the local slave processes, each
+// of cluster.cpus_per_worker CPUs, or sharing this box's CPUs (or the
+// colocated cap) equally; their speed is the master's, measured on one
+// thread; auto searches stage groups only (no replicas yet).
+func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int) (*layout, error) {
+	cl := cfg.Cluster
+	L := len(stages)
+	explicit, err := cl.StageGroups(L)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: cluster.plan = %q: %w", cfg.File, cl.Plan, err)
+	}
+	capped := cl.CPUsPerWorker > 0 && !cl.Colocate
+	m := cl.LocalSlaves
+	switch {
+	case m > 0:
+	case explicit != nil:
+		m = len(explicit)
+	case cl.Plan == config.PlanOnePerRBM || capped:
+		m = L
+	default:
+		m = 1
+	}
+	lay := &layout{}
+	cpus := float64(runtime.NumCPU()) / float64(m)
+	switch {
+	case capped:
+		cpus = cl.CPUsPerWorker
+		lay.threads = workerThreads(cpus)
+	case cl.Colocate && cl.CPUsPerWorker > 0:
+		cpus = cl.CPUsPerWorker / float64(m)
+		lay.threads = workerThreads(cpus)
+	default:
+		lay.threads = max(1, runtime.NumCPU()/m)
+	}
+
+	s := stages[0]
+	job := plan.Job{BatchSize: s.BatchSize, K: s.K, CDK: s.CDK,
+		Windows: s.Epochs * pipeline.WindowsPerEpoch(examples, s.BatchSize, s.K)}
+	job.Layers = append(job.Layers, s.Visible)
+	for _, st := range stages {
+		job.Layers = append(job.Layers, st.Hidden)
+	}
+	speed := measureSpeed()
+	lay.speed, lay.machineCPUs = speed, cpus
+	pc := plan.Cluster{Network: plan.Network{Latency: localLatency}, ByteWork: localByteWork}
+	for p := 1; p <= m; p++ {
+		pc.Machines = append(pc.Machines, plan.Machine{Name: fmt.Sprintf("process-%d", p), CPUs: cpus, Speed: speed})
+	}
+	switch {
+	case explicit != nil:
+		var groups []plan.Group
+		for p, g := range explicit {
+			groups = append(groups, plan.Group{First: g[0], Last: g[1], Machines: []string{pc.Machines[p].Name}})
+		}
+		lay.plan, err = plan.Explicit(job, pc, groups)
+	case cl.Plan == config.PlanOnePerRBM:
+		lay.plan, err = plan.OnePerRBM(job, pc)
+	default:
+		// Replicas are not executed yet: stage groups alone.
+		lay.plan, err = plan.Auto(job, pc, plan.Options{Tolerance: math.Inf(1)})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("plan the local slaves: %w", err)
+	}
+	for _, g := range lay.plan.Groups {
+		lay.groups = append(lay.groups, [2]int{g.First, g.Last})
+	}
+	return lay, nil
+}
+
+// measureSpeed returns this machine's CD-1 speed on one thread, as
+// pipeline/plan wants it, restoring the BLAS threads afterwards.
+func measureSpeed() float64 {
+	threads := blas.Threads()
+	blas.SetThreads(1)
+	defer blas.SetThreads(threads)
+	rate := rbm.MeasureRate(plan.RefVisible, plan.RefHidden, plan.RefBatch, 1, calibration)
+	return plan.SpeedFromRate(plan.RefVisible, plan.RefHidden, 1, rate)
+}
+
+// seating names the RBM of every local slave: local-i trains RBM_i.
+func (l *layout) seating() map[string]int {
+	s := map[string]int{}
+	for _, g := range l.groups {
+		for i := g[0]; i <= g[1]; i++ {
+			s[localSlaveName(i)] = i
+		}
+	}
+	return s
+}
+
+// process returns the process (0-based) whose group holds RBM i, or -1.
+func (l *layout) process(i int) int {
+	for p, g := range l.groups {
+		if g[0] <= i && i <= g[1] {
+			return p
+		}
+	}
+	return -1
+}
+
+// names returns the slave names of process p, one per RBM of its group.
+func (l *layout) names(p int) []string {
+	var names []string
+	for i := l.groups[p][0]; i <= l.groups[p][1]; i++ {
+		names = append(names, localSlaveName(i))
+	}
+	return names
+}
+
+// result is the plan's part of result.json, with the busy seconds per
+// window of each group measured from its RBMs' rows.
+func (l *layout) result(rows []RBMResult) *PlanResult {
+	p := l.plan
+	r := &PlanResult{
+		Strategy: p.Strategy.String(), SpeedGFLOPS: l.speed, CPUs: l.machineCPUs, Threads: l.threads,
+		Windows: p.Job.Windows, PredictedSeconds: p.Seconds, Text: p.String(),
+	}
+	for k, g := range l.groups {
+		pg := PlanGroup{Slaves: l.names(k), PredictedWindowSeconds: p.Costs[k].Window, PredictedComputeSeconds: p.Costs[k].Compute}
+		var busy float64
+		for i := g[0]; i <= g[1]; i++ {
+			pg.RBMs = append(pg.RBMs, i)
+			for _, row := range rows {
+				if row.Index == i {
+					busy += row.BusySeconds
+				}
+			}
+		}
+		if p.Job.Windows > 0 {
+			pg.MeasuredBusySeconds = busy / float64(p.Job.Windows)
+		}
+		r.Groups = append(r.Groups, pg)
+	}
+	return r
+}
+
+// inMaster reports whether the plan's one stage group runs inside the
+// master's process: on a box with no CPU caps, a single group of every RBM
+// gets every CPU, and its slaves take the master's data windows in memory
+// instead of through the NATS server, whose copies, checksums and system
+// calls would compete with training for the same CPUs. (A run given
+// Options.SlaveCommand starts that command instead.)
+func (l *layout) inMaster(cfg *config.Config) bool {
+	return len(l.groups) == 1 && cfg.Cluster.CPUsPerWorker == 0
+}
+
+// inMasterGroup is a stage group running inside the master's process.
+type inMasterGroup struct {
+	peers *natsnet.Peers
+	done  chan struct{}
+}
+
+// startInMaster runs lay's one stage group in this process (natsnet.RunGroup
+// with the master's BLAS threads, as identities creds where the server
+// wants them), its log in out/slave-1.log. A group that fails cancels ctx
+// with a cause naming its log.
+func startInMaster(ctx context.Context, cfg *config.Config, url string, creds []natsnet.Credential, out string, lay *layout, cancel context.CancelCauseFunc) (*inMasterGroup, error) {
+	logPath := filepath.Join(out, "slave-1.log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("start the slaves in the master: %w", err)
+	}
+	g := &inMasterGroup{peers: natsnet.NewPeers(), done: make(chan struct{})}
+	opt := natsnet.SlaveOptions{
+		URL: url, Credentials: creds, Threads: blas.Threads(), JoinTimeout: cfg.Cluster.JoinTimeout, Peers: g.peers,
+		Logger: hclog.New(&hclog.LoggerOptions{Name: "slave", Output: f, Level: hclog.Info}),
+	}
+	go func() {
+		defer close(g.done)
+		defer f.Close()
+		if err := natsnet.RunGroup(ctx, opt, lay.names(0)); err != nil && ctx.Err() == nil {
+			cancel(fmt.Errorf("the slaves in the master failed: %v (their log: %s)", err, logPath))
+		}
+	}()
+	return g, nil
+}
+
+// wait waits for the group's slaves to end.
+func (g *inMasterGroup) wait() { <-g.done }

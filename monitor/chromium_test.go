@@ -1,0 +1,218 @@
+package monitor_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pipedbn/pipedbn/monitor"
+)
+
+// ScreenshotEnv names a PNG file TestChromiumShowsRun writes its laptop
+// screenshot to (and the phone one beside it, -phone before .png): how
+// docs/monitor.png is made.
+const ScreenshotEnv = "PIPEDBN_SCREENSHOT"
+
+// chromium returns the path of a Chromium on PATH, or skips the test.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("no chromium on PATH: `make deps` installs Debian's chromium (apt-get install chromium)")
+	return ""
+}
+
+// headless runs the Chromium bin headless on url with args, after the
+// page's script ran for 4 s of virtual time (several polls of
+// /api/status), and returns its standard output and what the page wrote
+// on its console (errors of its script among them).
+func headless(t *testing.T, bin, url string, args ...string) (stdout []byte, console string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--no-first-run", "--no-default-browser-check", "--hide-scrollbars", "--mute-audio",
+		"--user-data-dir=" + t.TempDir(), "--virtual-time-budget=4000", "--enable-logging=stderr"}, args...)
+	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, stderr.String())
+	}
+	var lines []string
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(l, ":CONSOLE") {
+			lines = append(lines, l)
+		}
+	}
+	return out.Bytes(), strings.Join(lines, "\n")
+}
+
+var (
+	rbmRow    = regexp.MustCompile(`<div class="row rbm" id="rbm-(\d+)" data-state="([a-z_]+)"`)
+	curvePts  = regexp.MustCompile(`<polyline class="curve[^"]*" points="[^"]*" data-points="(\d+)"`)
+	figureEnd = "</figure>"
+)
+
+// A headless Chromium (Debian's chromium, which `make deps` installs)
+// loads the status page of a pipelined run while it trains: the rendered
+// DOM has every RBM's row and, for each, a reconstruction-error curve of
+// at least 2 points; screenshots at a laptop's and a phone's width decode
+// as PNGs of those sizes.
+func TestChromiumShowsRun(t *testing.T) {
+	bin := chromium(t)
+	w, start := startWatched(t, "[256, 192, 128, 64]", 1000)
+	start()
+	// Wait until every RBM reported an error twice: the page then has
+	// curves to draw. For a screenshot worth showing, until every RBM
+	// finished 2 epochs too (their dots on the curves).
+	epochs := 0
+	if os.Getenv(ScreenshotEnv) != "" {
+		epochs = 2
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if w.ended() {
+			t.Fatalf("the run ended (%v) before every RBM had a curve", w.wait())
+		}
+		s := status(t, w.url)
+		ready := len(s.RBMs) == 3
+		for _, r := range s.RBMs {
+			ready = ready && len(r.ReconError) >= epochs && len(r.ReconTrace) >= 2
+		}
+		if ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no curve of 2 points (and %d epochs) on every RBM after 60 s: %+v", epochs, s.RBMs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	out, console := headless(t, bin, w.url+"/", "--dump-dom")
+	dom := string(out)
+	rows := map[int]string{}
+	for _, m := range rbmRow.FindAllStringSubmatch(dom, -1) {
+		i, _ := strconv.Atoi(m[1])
+		rows[i] = m[2]
+	}
+	for i := 1; i <= 3; i++ {
+		state, ok := rows[i]
+		if !ok {
+			t.Errorf("the rendered page has no row of RBM %d (rows: %v)", i, rows)
+			continue
+		}
+		if state == "idle" || state == "" {
+			t.Errorf("RBM %d's row says %q; want what the run reported (training, waiting)", i, state)
+		}
+		fig := dom[max(0, strings.Index(dom, fmt.Sprintf(`<figure id="recon-%d"`, i))):]
+		fig = fig[:strings.Index(fig+figureEnd, figureEnd)]
+		m := curvePts.FindStringSubmatch(fig)
+		if n, _ := strconv.Atoi(append(m, "", "0")[1]); !strings.HasPrefix(fig, "<figure") || n < 2 {
+			t.Errorf("RBM %d's reconstruction-error figure has no curve of 2 points or more: %.600s", i, fig)
+		}
+	}
+	if len(rows) != 3 {
+		t.Errorf("the rendered page has rows of RBMs %v; want 1, 2, 3", rows)
+	}
+	if t.Failed() {
+		t.Fatalf("the page's console:\n%s\nthe rendered DOM:\n%s", console, dom)
+	}
+
+	shots := t.TempDir()
+	for _, shot := range []struct {
+		name   string
+		width  int
+		height int
+	}{{"laptop", 1280, 1000}, {"phone", 412, 1600}} {
+		file := filepath.Join(shots, shot.name+".png")
+		headless(t, bin, w.url+"/", fmt.Sprintf("--window-size=%d,%d", shot.width, shot.height), "--screenshot="+file)
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("the %s screenshot: %v", shot.name, err)
+		}
+		img, err := png.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("the %s screenshot %s: %v", shot.name, file, err)
+		}
+		if sz := img.Bounds().Size(); sz.X != shot.width || sz.Y != shot.height {
+			t.Errorf("the %s screenshot is %v; want %dx%d", shot.name, sz, shot.width, shot.height)
+		}
+		if dst := os.Getenv(ScreenshotEnv); dst != "" {
+			if shot.name != "laptop" {
+				dst = strings.TrimSuffix(dst, ".png") + "-" + shot.name + ".png"
+			}
+			if err := os.WriteFile(dst, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s screenshot (%dx%d) written to %s", shot.name, shot.width, shot.height, dst)
+		}
+	}
+}
+
+// The sweep's page, in a headless Chromium, shows its grid: a row per run
+// with its state, a link to the live page of the one running and to the
+// result of the one done.
+func TestChromiumShowsSweep(t *testing.T) {
+	bin := chromium(t)
+	dir := t.TempDir()
+	sweep := monitor.NewSweep("grid", dir)
+	runDir := func(name string) string {
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	done, running := runDir("k1"), runDir("k2")
+	if err := os.WriteFile(filepath.Join(done, "result.json"), []byte(`{"name": "k1"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := monitor.WriteURL(running, "http://127.0.0.1:9/"); err != nil {
+		t.Fatal(err)
+	}
+	sweep.Set(monitor.SweepRun{Index: 1, Name: "k1", Sets: []string{"pretrain.k_batches=1"}, Dir: done,
+		ResultFile: filepath.Join(done, "result.json"), State: monitor.RunDone, WallSeconds: 12, TestAccuracy: 0.81})
+	sweep.Set(monitor.SweepRun{Index: 2, Name: "k2", Sets: []string{"pretrain.k_batches=2"}, Dir: running, State: monitor.RunRunning})
+	sweep.Set(monitor.SweepRun{Index: 3, Name: "k3", Sets: []string{"pretrain.k_batches=4"}, Dir: runDir("k3")})
+	ln, err := monitor.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := monitor.Serve(ln, sweep.Handler(), nil)
+	defer srv.Close()
+	url := monitor.URL(ln)
+
+	out, console := headless(t, bin, url+"/", "--dump-dom")
+	dom := string(out)
+	for _, want := range []string{
+		`<tr id="run-1" data-state="done">`, `<a href="api/runs/1/result">result.json</a>`, "81.00 %",
+		`<tr id="run-2" data-state="running">`, `<a href="http://127.0.0.1:9/">live page</a>`,
+		`<tr id="run-3" data-state="pending">`, "pretrain.k_batches=4",
+	} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the sweep's rendered page has no %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Fatalf("the page's console:\n%s\nthe rendered DOM:\n%s", console, dom)
+	}
+	if got := get(t, url+"/api/runs/1/result"); got != `{"name": "k1"}` {
+		t.Errorf("GET /api/runs/1/result = %s; want run 1's result.json", got)
+	}
+}
