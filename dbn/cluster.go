@@ -260,8 +260,12 @@ type localSlaves struct {
 	exits    map[int]chan struct{}
 	started  map[int]time.Time
 	restarts map[int]int
-	groups   []*cpuGroup
-	exited   sync.WaitGroup
+	// restarting serialises the restarts of one process: the master may
+	// report the losses of a group's slaves at the same moment, and the
+	// second must find the process the first started.
+	restarting map[int]*sync.Mutex
+	groups     []*cpuGroup
+	exited     sync.WaitGroup
 }
 
 // maxRestarts bounds how often the master restarts one local slave
@@ -350,6 +354,10 @@ func startLocalSlavesAs(ctx context.Context, cfg *config.Config, opt Options, au
 		cpus: cpus, colocate: colocate, joinWait: cfg.Cluster.JoinTimeout, lostAfter: cfg.Reliability.LostAfter,
 		embedded: cfg.Cluster.NatsURL == "", lenient: cfg.Reliability.CheckpointEvery > 0, auth: auth,
 		cmds: map[int]*exec.Cmd{}, exits: map[int]chan struct{}{}, started: map[int]time.Time{}, restarts: map[int]int{},
+		restarting: map[int]*sync.Mutex{},
+	}
+	for p := range n {
+		ls.restarting[p] = new(sync.Mutex)
 	}
 	if colocate {
 		g, err := newCPUGroup(fmt.Sprintf("pipedbn-%d-local", os.Getpid()), cpus)
@@ -478,6 +486,8 @@ func (ls *localSlaves) restart(rbm int, lost string) error {
 	if err != nil || p < 0 {
 		return fmt.Errorf("%s is no local slave", lost)
 	}
+	ls.restarting[p].Lock()
+	defer ls.restarting[p].Unlock()
 	ls.mu.Lock()
 	old, exited := ls.cmds[p], ls.exits[p]
 	if old != nil && time.Since(ls.started[p]) < ls.lostAfter {

@@ -2,10 +2,15 @@ package dbn
 
 import (
 	"context"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // TestKilledStageGroupRecovers: a stage group's process (RBM_1 and RBM_2 of
@@ -67,5 +72,60 @@ finetune: {epochs: 0}
 		if r.Batches != 6*12 {
 			t.Errorf("rbm %d trained %d mini-batches; want %d", r.Index, r.Batches, 6*12)
 		}
+	}
+}
+
+// TestSimultaneousLossesRestartAGroupOnce: the master reports the losses of
+// both slaves of a stage group at the same moment (their last words were
+// in one tick); the group's process is restarted once, not once per slave:
+// two processes with the same names would take each other's names away.
+func TestSimultaneousLossesRestartAGroupOnce(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	lay := &layout{groups: [][2]int{{1, 2}, {3, 3}}, threads: 1}
+	ls := &localSlaves{
+		ctx: ctx, cancel: cancel, log: hclog.NewNullLogger(), command: []string{"/bin/sh", "-c", "sleep 60", "sh"},
+		out: t.TempDir(), layout: lay, threads: 1, lostAfter: time.Minute, lenient: true, auth: &localAuth{},
+		cmds: map[int]*exec.Cmd{}, exits: map[int]chan struct{}{}, started: map[int]time.Time{}, restarts: map[int]int{},
+		restarting: map[int]*sync.Mutex{0: {}, 1: {}},
+	}
+	defer func() {
+		ls.mu.Lock()
+		for _, c := range ls.cmds {
+			c.Process.Kill()
+		}
+		ls.mu.Unlock()
+		ls.exited.Wait()
+	}()
+	for p := range 2 {
+		if err := ls.start(p, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ls.mu.Lock()
+	ls.started[0] = time.Now().Add(-time.Hour) // long before the losses
+	first := ls.cmds[0].Process.Pid
+	ls.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, lost := range []string{"local-1", "local-2"} {
+		wg.Go(func() {
+			if err := ls.restart(1, lost); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if got := ls.restarts[0]; got != 1 {
+		t.Errorf("the group's process was restarted %d times, want 1", got)
+	}
+	if ls.cmds[0].Process.Pid == first {
+		t.Error("the group's process was not restarted")
+	}
+	if ls.restarts[1] != 0 {
+		t.Errorf("the other group's process was restarted %d times", ls.restarts[1])
 	}
 }
