@@ -39,6 +39,7 @@ const (
 	plotAccuracy = "accuracy.png"
 	plotRecon    = "recon_error.png"
 	plotBusy     = "busy_wait.png"
+	plotPaired   = "paired.png"
 )
 
 // WriteReport writes report.md and its PNG plots into plan.Dir from the rows
@@ -66,9 +67,10 @@ func WriteReport(plan *SweepPlan, rows []SweepRow, regenerate string) ([]string,
 	a.simulate(&md, addPlot)
 	a.accuracy(&md, addPlot)
 	a.recon(&md, addPlot)
+	a.paired(&md, addPlot)
 	a.runList(&md)
 
-	for _, name := range []string{plotTime, plotSpeedup, plotAccuracy, plotRecon, plotBusy, plotSim} {
+	for _, name := range []string{plotTime, plotSpeedup, plotAccuracy, plotRecon, plotBusy, plotSim, plotPaired} {
 		path := filepath.Join(plan.Dir, name)
 		png, ok := plots[name]
 		if !ok {

@@ -17,7 +17,7 @@ import (
 // structuralKeys define a run's setting and depth: the report lays them out
 // as its rows and columns; any other swept key splits the rows further.
 var structuralKeys = map[string]bool{
-	"dbn.layers": true, "pretrain.mode": true, "cluster.colocate": true,
+	"dbn.layers": true, modeKey: true, "cluster.colocate": true,
 	"cluster.transport": true, "cluster.slaves": true,
 }
 

@@ -2,6 +2,8 @@ package experiments
 
 import (
 	"bytes"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,10 +77,10 @@ sweep:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 7 {
-		t.Errorf("files written: %v; want 6 plots and report.md", files)
+	if len(files) != 8 {
+		t.Errorf("files written: %v; want 7 plots and report.md", files)
 	}
-	checkPNGs(t, p.Dir, []string{plotTime, plotSpeedup, plotAccuracy, plotRecon, plotBusy, plotSim}, nil)
+	checkPNGs(t, p.Dir, []string{plotTime, plotSpeedup, plotAccuracy, plotRecon, plotBusy, plotSim, plotPaired}, nil)
 	b, err := os.ReadFile(filepath.Join(p.Dir, "report.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -170,6 +172,204 @@ func TestSettingOf(t *testing.T) {
 		cfg.Pretrain.Mode, cfg.Cluster.Transport, cfg.Cluster.CPUsPerWorker, cfg.Cluster.Colocate, cfg.Cluster.Slaves = c.mode, c.transport, c.cpus, c.colocate, c.slaves
 		if got := SettingOf(cfg); got != c.want {
 			t.Errorf("SettingOf(%+v) = %v; want %v", c, got, c.want)
+		}
+	}
+}
+
+// meanSD is the mean and the standard deviation (n−1) of xs, computed here
+// by hand so that the report's statistics are checked against another
+// computation.
+func meanSD(xs []float64) (mean, sd float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	for _, x := range xs {
+		sd += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(sd / float64(len(xs)-1))
+}
+
+// t975df4 is the 0.975 quantile of Student's t with 4 degrees of freedom
+// (five pairs), from a table.
+const t975df4 = 2.776445
+
+// pairedRow is the line of the paired summary table for a quantity whose
+// greedy and pipelined values over the pairs are g and p.
+func pairedRow(name, format string, g, p []float64) string {
+	var d []float64
+	for i := range g {
+		d = append(d, p[i]-g[i])
+	}
+	gm, gs := meanSD(g)
+	pm, ps := meanSD(p)
+	dm, ds := meanSD(d)
+	half := t975df4 * ds / math.Sqrt(float64(len(d)))
+	f, sf := format, strings.Replace(format, "%", "%+", 1)
+	return fmt.Sprintf("| %s | %d | "+f+" ± "+f+" | "+f+" ± "+f+" | pipelined − greedy | "+sf+" | "+f+" | ["+sf+", "+sf+"] |",
+		name, len(d), gm, gs, pm, ps, dm, ds, dm-half, dm+half)
+}
+
+// The paired comparison: five seeds, greedy against pipelined at two
+// values of K, which greedy ignores (its runs are merged: each partners
+// both K). Its numbers are made up here.
+func TestWriteReportPaired(t *testing.T) {
+	t.Parallel()
+	p := plan(t, writeConfig(t, `
+data: {source: synthetic}
+dbn: {layers: [16, 8, 4]}
+pretrain: {epochs: 1}
+finetune: {epochs: 1}
+sweep:
+  vary:
+    - key: pretrain.mode
+      values: [greedy, pipelined]
+    - key: pretrain.k_batches
+      values: [5, 10]
+    - key: seed
+      values: [1, 2, 3, 4, 5]
+`))
+	if len(p.Runs) != 15 || p.Merged != 5 {
+		t.Fatalf("plan: %d runs, %d merged; want 15 and 5", len(p.Runs), p.Merged)
+	}
+	// Per seed: greedy's test accuracy (%) and RBM 1 error; what pipelined
+	// adds to them (at K = 10, 0.10 more accuracy). RBM 2 is fakeResult's
+	// in both modes.
+	greedyAcc := []float64{89.00, 89.50, 89.20, 89.80, 89.10}
+	accDiff := []float64{0.10, -0.20, 0.30, 0.00, 0.05}
+	greedyRecon := []float64{0.01840, 0.01850, 0.01830, 0.01845, 0.01835}
+	reconDiff := []float64{0.00010, 0.00020, -0.00005, 0.00015, 0.00010}
+	rows := fabricate(t, p)
+	for _, r := range rows {
+		s := r.Config.Seed - 1
+		acc, recon := greedyAcc[s], greedyRecon[s]
+		if r.Config.Pretrain.Mode == config.Pipelined {
+			acc, recon = acc+accDiff[s], recon+reconDiff[s]
+			if r.Config.Pretrain.KBatches == 10 {
+				acc += 0.10
+			}
+		}
+		r.Result.Finetune.TestAccuracy, r.Result.RBMs[0].FinalReconError = acc/100, recon
+	}
+	if _, err := WriteReport(p, rows, ""); err != nil {
+		t.Fatal(err)
+	}
+	checkPNGs(t, p.Dir, []string{plotPaired}, nil)
+	b, _ := os.ReadFile(filepath.Join(p.Dir, "report.md"))
+	md := string(b)
+
+	var pipelinedAcc, pipelinedAcc10, pipelinedRecon, ratio []float64
+	for i := range greedyAcc {
+		pipelinedAcc = append(pipelinedAcc, greedyAcc[i]+accDiff[i])
+		pipelinedAcc10 = append(pipelinedAcc10, greedyAcc[i]+accDiff[i]+0.10)
+		pipelinedRecon = append(pipelinedRecon, greedyRecon[i]+reconDiff[i])
+		ratio = append(ratio, pipelinedRecon[i]/greedyRecon[i])
+	}
+	rm, rs := meanSD(ratio)
+	rh := t975df4 * rs / math.Sqrt(5)
+	accRow := pairedRow("test accuracy (%)", "%.2f", greedyAcc, pipelinedAcc)
+	// The same by hand: differences 0.10 -0.20 0.30 0 0.05, mean 0.05, sd
+	// sqrt(0.13/4) = 0.180, half-width 2.776445 x 0.180 / sqrt(5) = 0.224.
+	if want := "| test accuracy (%) | 5 | 89.32 ± 0.33 | 89.37 ± 0.29 | pipelined − greedy | +0.05 | 0.18 | [-0.17, +0.27] |"; accRow != want {
+		t.Fatalf("the test's own expectation %q; want %q", accRow, want)
+	}
+	k5, k10 := "### pipelined, whole box vs greedy, whole box · pretrain.k_batches=5", "### pipelined, whole box vs greedy, whole box · pretrain.k_batches=10"
+	for _, want := range []string{
+		"## Pipelined vs greedy, paired",
+		k5 + "\n\n5 of 5 pairs finished.\n",
+		accRow,
+		pairedRow("RBM 1 final recon. error", "%.5f", greedyRecon, pipelinedRecon),
+		fmt.Sprintf("| RBM 1 final recon. error | 5 | | | pipelined / greedy | %.4f | %.4f | [%.4f, %.4f] |", rm, rs, rm-rh, rm+rh),
+		"| RBM 2 final recon. error | 5 | 0.02500 ± 0.00000 | 0.02500 ± 0.00000 | pipelined − greedy | +0.00000 | 0.00000 | [+0.00000, +0.00000] |",
+		"Test accuracy (%), per pair:\n\n| pair | greedy | pipelined | pipelined − greedy |\n|---|---:|---:|---:|\n| seed=1 | 89.00 | 89.10 | +0.10 |\n| seed=2 | 89.50 | 89.30 | -0.20 |",
+		"| seed=3 | 0.01830 | 0.01825 | -0.00005 | 0.9973 |",
+		k10 + "\n\n5 of 5 pairs finished.\n",
+		pairedRow("test accuracy (%)", "%.2f", greedyAcc, pipelinedAcc10),
+		"](paired.png)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	if i, j := strings.Index(md, k5), strings.Index(md, k10); i < 0 || j < 0 || strings.Count(md[i:j], accRow) != 1 {
+		t.Errorf("the K=5 section does not hold %q:\n%s", accRow, md)
+	}
+	if strings.Contains(md, "no confidence interval") {
+		t.Errorf("report.md says no interval with five pairs:\n%s", md)
+	}
+}
+
+// No paired section where there is nothing to pair, or only one pair of
+// each kind.
+func TestWriteReportPairedAbsent(t *testing.T) {
+	t.Parallel()
+	for name, vary := range map[string]string{
+		"mode not swept": `
+    - key: seed
+      values: [1, 2, 3]`,
+		"one pair each": `
+    - key: pretrain.mode
+      values: [greedy, pipelined]
+    - key: pretrain.k_batches
+      values: [5, 10]`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			p := plan(t, writeConfig(t, `
+data: {source: synthetic}
+dbn: {layers: [16, 8]}
+pretrain: {epochs: 1}
+finetune: {epochs: 1}
+sweep:
+  vary:`+vary+"\n"))
+			if _, err := WriteReport(p, fabricate(t, p), ""); err != nil {
+				t.Fatal(err)
+			}
+			checkPNGs(t, p.Dir, nil, []string{plotPaired})
+			b, _ := os.ReadFile(filepath.Join(p.Dir, "report.md"))
+			if md := string(b); strings.Contains(md, "paired") {
+				t.Errorf("report.md has a paired comparison:\n%s", md)
+			}
+		})
+	}
+}
+
+// Of two seeds, one pipelined run failed: one pair, no interval.
+func TestWriteReportPairedOnePair(t *testing.T) {
+	t.Parallel()
+	p := plan(t, writeConfig(t, `
+data: {source: synthetic}
+dbn: {layers: [16, 8]}
+pretrain: {epochs: 1}
+finetune: {epochs: 1}
+sweep:
+  vary:
+    - key: pretrain.mode
+      values: [greedy, pipelined]
+    - key: seed
+      values: [1, 2]
+`))
+	rows := fabricate(t, p)
+	last := &rows[len(rows)-1] // pipelined, seed 2
+	if last.Config.Pretrain.Mode != config.Pipelined || last.Config.Seed != 2 {
+		t.Fatalf("last run %s; want pipelined seed 2", last.Name)
+	}
+	last.Status, last.Result, last.Err = RunFailed, nil, "slave local-1 failed"
+	rows[2].Result.Finetune.TestAccuracy = 0.8912 // pipelined, seed 1
+	if _, err := WriteReport(p, rows, ""); err != nil {
+		t.Fatal(err)
+	}
+	checkPNGs(t, p.Dir, nil, []string{plotPaired})
+	b, _ := os.ReadFile(filepath.Join(p.Dir, "report.md"))
+	md := string(b)
+	for _, want := range []string{
+		"## Pipelined vs greedy, paired",
+		"1 of 2 pairs finished. One pair: no confidence interval can be given (it needs two pairs or more).",
+		"| test accuracy (%) | 1 | 86.00 | 89.12 | pipelined − greedy | +3.12 | – | – |",
+		"| seed=1 | 86.00 | 89.12 | +3.12 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
 		}
 	}
 }
