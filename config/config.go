@@ -136,6 +136,22 @@ type Pretrain struct {
 	// WeightDecay is the L2 penalty on weights (not biases), in [0, 1).
 	// Default 0.0002.
 	WeightDecay float64 `mapstructure:"weight_decay"`
+	// Settle is the pipelined schedule's settle phase (greedy ignores it).
+	Settle Settle `mapstructure:"settle"`
+}
+
+// Settle configures the settle phase of pipelined pre-training: after the
+// epochs, the data passes once more, in part, through the frozen lower RBMs,
+// so that each RBM above the first ends its training on the final middle
+// results of the RBM below it, as greedy's do (pipeline.Settle).
+type Settle struct {
+	// Fraction is the settle phase's length, as a fraction of the run's
+	// windows, in [0, 1]; 0 turns it off (the paper's schedule). Default 0.1.
+	Fraction float64 `mapstructure:"fraction"`
+	// LearningRate is the rate the settle phase restarts at, falling
+	// linearly to pretrain.learning_rate.final; in (0, MaxLearningRate].
+	// Default 0.03.
+	LearningRate float64 `mapstructure:"learning_rate"`
 }
 
 // Cluster says where the workers are.
@@ -326,6 +342,8 @@ func Defaults() map[string]any {
 		"pretrain.momentum.initial":      0.5,
 		"pretrain.momentum.final":        0.9,
 		"pretrain.weight_decay":          0.0002,
+		"pretrain.settle.fraction":       0.1,
+		"pretrain.settle.learning_rate":  0.03,
 		"cluster.nats_url":               "",
 		"cluster.slaves":                 0,
 		"cluster.join_timeout":           DefaultJoinTimeout,

@@ -196,6 +196,10 @@ func (c *Config) Validate() error {
 	fraction("pretrain.momentum.initial", p.Momentum.Initial)
 	fraction("pretrain.momentum.final", p.Momentum.Final)
 	fraction("pretrain.weight_decay", p.WeightDecay)
+	if !(p.Settle.Fraction >= 0 && p.Settle.Fraction <= 1) {
+		bad("pretrain.settle.fraction", p.Settle.Fraction, "must be a fraction of the run's windows in [0, 1] (0: no settle phase)")
+	}
+	rate("pretrain.settle.learning_rate", p.Settle.LearningRate, "")
 
 	cl := c.Cluster
 	if cl.NatsURL != "" {

@@ -82,7 +82,7 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 
 	s := stages[0]
 	job := plan.Job{BatchSize: s.BatchSize, K: s.K, CDK: s.CDK,
-		Windows: s.Epochs * pipeline.WindowsPerEpoch(examples, s.BatchSize, s.K)}
+		Windows: s.Epochs*pipeline.WindowsPerEpoch(examples, s.BatchSize, s.K) + s.Settle.Windows}
 	job.Layers = append(job.Layers, s.Visible)
 	for _, st := range stages {
 		job.Layers = append(job.Layers, st.Hidden)

@@ -21,6 +21,7 @@ type progress struct {
 	tty      bool
 	log      hclog.Logger
 	batches  []int // mini-batches per epoch of each RBM
+	settle   []int // mini-batches each RBM trains in the settle phase
 	epochs   int
 	mu       sync.Mutex
 	stats    []pipeline.Stats
@@ -43,6 +44,7 @@ func newProgress(w io.Writer, tty bool, log hclog.Logger, cfgs []pipeline.StageC
 		stats: make([]pipeline.Stats, len(cfgs)), changed: make([]bool, len(cfgs))}
 	for i, c := range cfgs {
 		p.batches = append(p.batches, pipeline.BatchesPerEpoch(n, c.BatchSize))
+		p.settle = append(p.settle, c.Batches(n)-c.Epochs*pipeline.BatchesPerEpoch(n, c.BatchSize))
 		p.epochs = c.Epochs
 		p.stats[i].Index = c.Index
 	}
@@ -81,7 +83,11 @@ func (p *progress) hooks() pipeline.Hooks {
 			p.mu.Lock()
 			p.stats[s.Index-1] = s
 			p.mu.Unlock()
-			p.log.Info("epoch done", "rbm", s.Index, "epoch", fmt.Sprintf("%d/%d", len(s.Recon), p.epochs),
+			epoch := fmt.Sprintf("%d/%d", len(s.Recon), p.epochs)
+			if len(s.Recon) > p.epochs {
+				epoch = "settle phase"
+			}
+			p.log.Info("epoch done", "rbm", s.Index, "epoch", epoch,
 				"recon_error", s.Recon[len(s.Recon)-1], "samples_per_sec", int(rate(s)))
 		},
 	}
@@ -124,8 +130,12 @@ func (p *progress) line(i int) string {
 	if s.Rejected > 0 {
 		rejected = fmt.Sprintf("  rejected %d", s.Rejected)
 	}
-	return fmt.Sprintf("RBM %d%s  epoch %d/%d  batch %d/%d  recon %.5f  %s samples/s  busy %.0fs  waiting %.0fs%s  %s",
-		s.Index, who, s.Epoch+1, p.epochs, inEpoch, p.batches[i], s.LastRecon, thousands(int(rate(s))),
+	epoch := fmt.Sprintf("epoch %d/%d  batch %d/%d", s.Epoch+1, p.epochs, inEpoch, p.batches[i])
+	if s.Epoch >= p.epochs {
+		epoch = fmt.Sprintf("settle  batch %d/%d", s.Batches-p.epochs*p.batches[i], p.settle[i])
+	}
+	return fmt.Sprintf("RBM %d%s  %s  recon %.5f  %s samples/s  busy %.0fs  waiting %.0fs%s  %s",
+		s.Index, who, epoch, s.LastRecon, thousands(int(rate(s))),
 		s.Busy.Seconds(), (s.WaitInput + s.WaitCredit).Seconds(), rejected, s.State)
 }
 

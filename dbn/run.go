@@ -121,6 +121,16 @@ func StageConfigs(cfg *config.Config) []pipeline.StageConfig {
 	return cfgs
 }
 
+// Stages is StageConfigs for a run on n training examples: pipelined, with
+// its settle phase planned (pretrain.settle).
+func Stages(cfg *config.Config, n int) []pipeline.StageConfig {
+	stages := StageConfigs(cfg)
+	if cfg.Pretrain.Mode == config.Pipelined {
+		pipeline.PlanSettle(stages, n, cfg.Pretrain.Settle.Fraction, cfg.Pretrain.Settle.LearningRate)
+	}
+	return stages
+}
+
 // Run runs the experiment cfg describes and writes result.json and
 // weights.npz to its output folder: the pre-trained network as soon as
 // pre-training ends, then again with the fine-tuned one.
@@ -177,7 +187,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 	}
 	log.Info("data loaded", "source", train.Name, "train", train.N, "test", test.N, "dim", train.Dim, "seconds", time.Since(t0).Seconds())
 
-	stageCfgs := StageConfigs(cfg)
+	stageCfgs := Stages(cfg, train.N)
 	res = &Result{
 		Name: cfg.Name, Mode: cfg.Pretrain.Mode, Seed: cfg.Seed, Layers: cfg.DBN.Layers,
 		Weights:       WeightsFile,

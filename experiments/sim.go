@@ -5,6 +5,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/dbn"
+	"github.com/pipedbn/pipedbn/pipeline"
 )
 
 // The cluster simulator predicts pre-training times where one box cannot
@@ -47,6 +48,9 @@ type SimJob struct {
 	Stages []SimStage
 	// Windows each RBM trains, over all epochs.
 	Windows int
+	// Settle is the windows of the pipelined settle phase after them
+	// (pipeline.Settle), which the pipelined schedules replay as trained.
+	Settle int
 	// InBytes is the size of one data window the master streams to RBM_1.
 	InBytes float64
 	// Credits bounds the windows in flight on each link (cluster.credits).
@@ -114,14 +118,14 @@ func (j SimJob) Greedy() float64 {
 func (j SimJob) OneMachine() float64 {
 	t := j.Overhead
 	for i := range j.Stages {
-		t += j.windowCost(i) * float64(j.Windows)
+		t += j.windowCost(i) * float64(j.Windows+j.Settle)
 	}
 	return t
 }
 
 // Pipelined predicts pipelined pre-training with one machine per RBM.
 func (j SimJob) Pipelined(net SimNetwork) SimResult {
-	l, w := len(j.Stages), j.Windows
+	l, w := len(j.Stages), j.Windows+j.Settle
 	credits := max(1, j.Credits)
 	transfer := func(bytes float64) float64 {
 		if net.Bandwidth <= 0 {
@@ -181,11 +185,15 @@ func (j SimJob) Pipelined(net SimNetwork) SimResult {
 	return res
 }
 
-// windowsOf is the number of windows each RBM of cfg trains on n examples.
-func windowsOf(cfg *config.Config, n int) int {
+// windowsOf returns the windows each RBM of cfg trains on n examples in its
+// epochs, and those of the pipelined settle phase after them (where the
+// lower RBMs, frozen, only forward: the replay counts them as trained, an
+// overestimate).
+func windowsOf(cfg *config.Config, n int) (epochs, settle int) {
 	p := cfg.Pretrain
-	batches := (n + p.BatchSize - 1) / p.BatchSize
-	return p.Epochs * ((batches + p.KBatches - 1) / p.KBatches)
+	stages := dbn.StageConfigs(cfg)
+	pipeline.PlanSettle(stages, n, p.Settle.Fraction, p.Settle.LearningRate)
+	return p.Epochs * pipeline.WindowsPerEpoch(n, p.BatchSize, p.KBatches), stages[0].Settle.Windows
 }
 
 // SimJobFromGreedy calibrates a job from a greedy run on one machine (its
@@ -199,7 +207,8 @@ func SimJobFromGreedy(cfg *config.Config, res *dbn.Result) SimJob {
 	if n := float64(res.Data.Train); n < rows {
 		rows = n
 	}
-	j := SimJob{Windows: windowsOf(cfg, res.Data.Train), Credits: cfg.Cluster.Credits,
+	trained, settle := windowsOf(cfg, res.Data.Train)
+	j := SimJob{Windows: trained, Settle: settle, Credits: cfg.Cluster.Credits,
 		InBytes: 4 * rows * float64(res.Layers[0])}
 	busy, size := 0.0, 0.0
 	for i, b := range res.RBMs {
@@ -283,8 +292,8 @@ func (j SimJob) Calibrate(tL, t1 float64) SimJob {
 	j.Overhead, j.ByteCost = 0, 0
 	work, bytes := 0.0, 0.0
 	for i, s := range j.Stages {
-		work += s.Compute * float64(j.Windows)
-		bytes += (j.inBytes(i) + s.OutBytes) * float64(j.Windows)
+		work += s.Compute * float64(j.Windows+j.Settle)
+		bytes += (j.inBytes(i) + s.OutBytes) * float64(j.Windows+j.Settle)
 	}
 	for range 20 {
 		noOverhead := j

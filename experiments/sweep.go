@@ -190,7 +190,8 @@ func ignoredKeys(c *config.Config) []string {
 	case c.Pretrain.Mode == config.Greedy:
 		// One trainer in this process; K only groups its mini-batches.
 		ks = append(ks, "cluster.nats_url", "cluster.slaves", "cluster.join_timeout", "cluster.credits",
-			"cluster.transport", "cluster.colocate", "pretrain.k_batches")
+			"cluster.transport", "cluster.colocate", "pretrain.k_batches", "pretrain.settle",
+			"cluster.plan", "cluster.local_slaves")
 	case cl.Transport == config.Memory:
 		ks = append(ks, "cluster.nats_url", "cluster.slaves", "cluster.join_timeout", "cluster.colocate")
 	case cl.Slaves > 0 || cl.CPUsPerWorker == 0:

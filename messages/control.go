@@ -185,6 +185,12 @@ type Assign struct {
 	// a new process of the slave's name that took over its control subject
 	// does not take it up as its own.
 	Process uint64
+	// Settle is the settle phase after the epochs (pipeline.Settle): its
+	// Windows windows from window SettleFrom on, of which the slave trains
+	// the first SettleTrain, the learning rate restarting at
+	// SettleLearningRate. Windows 0: none.
+	SettleFrom, SettleWindows, SettleTrain int
+	SettleLearningRate                     float64
 }
 
 // Kind returns KindAssign.
@@ -212,7 +218,11 @@ func (m *Assign) validate() error {
 	if m.Credits < 1 {
 		return invalid("credits %d: want >= 1", m.Credits)
 	}
-	return nonNegative("checkpoint every", m.CheckpointEvery, "epochs", m.Epochs, "batches per epoch", m.BatchesPerEpoch, "rows per epoch", m.RowsPerEpoch)
+	if m.SettleTrain > m.SettleWindows {
+		return invalid("settle: trains %d of %d windows", m.SettleTrain, m.SettleWindows)
+	}
+	return nonNegative("checkpoint every", m.CheckpointEvery, "epochs", m.Epochs, "batches per epoch", m.BatchesPerEpoch, "rows per epoch", m.RowsPerEpoch,
+		"settle from", m.SettleFrom, "settle windows", m.SettleWindows, "settle train", m.SettleTrain)
 }
 
 func (m *Assign) fields(c *coder) {
@@ -241,6 +251,10 @@ func (m *Assign) fields(c *coder) {
 	c.int(&m.CheckpointEvery, "checkpoint every")
 	c.bool(&m.Resume, "resume")
 	c.u64(&m.Process, "process")
+	c.int(&m.SettleFrom, "settle from")
+	c.int(&m.SettleWindows, "settle windows")
+	c.int(&m.SettleTrain, "settle train")
+	c.f64(&m.SettleLearningRate, "settle learning rate")
 }
 
 // Stop tells the slaves to abandon a run.

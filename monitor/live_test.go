@@ -200,13 +200,13 @@ func TestLiveRun(t *testing.T) {
 	t.Logf("pipedbn_batches_trained_total%s", grew)
 
 	s := status(t, w.url)
-	if s.Name != "live" || s.Mode != "pipelined" || s.State != monitor.Pretraining || len(s.RBMs) != 2 || s.BatchesTotal != 2*1000*100 {
-		t.Fatalf("GET /api/status = %+v; want run live, pipelined, pre-training, 2 RBMs, 200000 mini-batches planned", s)
+	if s.Name != "live" || s.Mode != "pipelined" || s.State != monitor.Pretraining || len(s.RBMs) != 2 || s.BatchesTotal != 2*1000*100+10000 {
+		t.Fatalf("GET /api/status = %+v; want run live, pipelined, pre-training, 2 RBMs, 210000 mini-batches planned (RBM 2's settle phase: 10%% of 50,000 windows of 2)", s)
 	}
 	for i, r := range s.RBMs {
-		v, h := []int{256, 256}[i], []int{256, 128}[i]
-		if r.Index != i+1 || r.Visible != v || r.Hidden != h || r.BatchesTotal != 100000 || r.Worker != fmt.Sprintf("memory-%d", i+1) {
-			t.Errorf("RBM %d = %+v; want RBM %d, %dx%d, 100000 mini-batches, on memory-%d", i+1, r, i+1, v, h, i+1)
+		v, h, total := []int{256, 256}[i], []int{256, 128}[i], []int{100000, 110000}[i]
+		if r.Index != i+1 || r.Visible != v || r.Hidden != h || r.BatchesTotal != total || r.Worker != fmt.Sprintf("memory-%d", i+1) {
+			t.Errorf("RBM %d = %+v; want RBM %d, %dx%d, %d mini-batches, on memory-%d", i+1, r, i+1, v, h, total, i+1)
 		}
 	}
 	if s.Batches == 0 || s.ETASeconds == nil || *s.ETASeconds <= 0 {
@@ -237,8 +237,8 @@ func TestRunEndsDone(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := status(t, w.url)
-	if s.State != monitor.Done || s.Finetune == nil || len(s.Finetune.History) != 1 || s.ETASeconds != nil || s.Batches != 400 {
-		t.Errorf("status at the end = %+v; want done, fine-tuned 1 epoch, no ETA, 400 mini-batches", s)
+	if s.State != monitor.Done || s.Finetune == nil || len(s.Finetune.History) != 1 || s.ETASeconds != nil || s.Batches != 420 {
+		t.Errorf("status at the end = %+v; want done, fine-tuned 1 epoch, no ETA, 420 mini-batches", s)
 	}
 	if f := s.Finetuning; f == nil || f.Epochs != 1 || len(f.History) != 1 || f.History[0].Loss <= 0 {
 		t.Errorf("fine-tuning as it went = %+v; want 1 epoch of 1, with its loss", f)
@@ -254,20 +254,25 @@ func TestRunEndsDone(t *testing.T) {
 			t.Errorf("confusion matrix %v (%d examples), per class %v; want 10 classes, the 100 test examples", f.Confusion, n, f.PerClass)
 		}
 	}
+	// 2 epochs of 100 windows of 2 mini-batches, then a settle phase of
+	// 10% of the windows: RBM_2 trains 10 more windows (20 mini-batches),
+	// reported as one more epoch of reconstruction error.
+	want := map[int][2]int{1: {200, 2}, 2: {220, 3}}
 	for _, r := range s.RBMs {
-		if len(r.ReconTrace) == 0 || r.ReconTrace[len(r.ReconTrace)-1][0] != 200 {
-			t.Errorf("RBM %d's recon_trace = %v; want points up to mini-batch 200", r.Index, r.ReconTrace)
+		batches, epochs := want[r.Index][0], want[r.Index][1]
+		if len(r.ReconTrace) == 0 || r.ReconTrace[len(r.ReconTrace)-1][0] != float64(batches) {
+			t.Errorf("RBM %d's recon_trace = %v; want points up to mini-batch %d", r.Index, r.ReconTrace, batches)
 		}
-		if r.Batches != 200 || r.State != "done" || len(r.ReconError) != 2 || r.Epoch != 2 {
-			t.Errorf("RBM %d at the end = %d mini-batches, %s, %d epochs, epoch %d; want 200, done, 2, 2",
-				r.Index, r.Batches, r.State, len(r.ReconError), r.Epoch)
+		if r.Batches != batches || r.State != "done" || len(r.ReconError) != epochs || r.Epoch != 2 {
+			t.Errorf("RBM %d at the end = %d mini-batches, %s, %d epochs, epoch %d; want %d, done, %d, 2",
+				r.Index, r.Batches, r.State, len(r.ReconError), r.Epoch, batches, epochs)
 		}
 	}
 	m := get(t, w.url+"/metrics")
 	trained := series(t, m, "pipedbn_batches_trained_total")
-	for _, rbm := range []string{"1", "2"} {
-		if v := trained[`{rbm="`+rbm+`",slave="memory-`+rbm+`"}`]; v != 200 {
-			t.Errorf("pipedbn_batches_trained_total of RBM %s = %v at the end; want 200 (%v)", rbm, v, trained)
+	for i, rbm := range []string{"1", "2"} {
+		if v := trained[`{rbm="`+rbm+`",slave="memory-`+rbm+`"}`]; v != float64(want[i+1][0]) {
+			t.Errorf("pipedbn_batches_trained_total of RBM %s = %v at the end; want %d (%v)", rbm, v, want[i+1][0], trained)
 		}
 	}
 	if v := series(t, m, "pipedbn_run_phase")[`{phase="done"}`]; v != 1 {

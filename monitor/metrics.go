@@ -97,7 +97,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for _, st := range r.rbms {
 		rbm := strconv.Itoa(st.cfg.Index)
 		x := st.stats
-		gauge(descBatchesPlanned, float64(st.cfg.Epochs*st.perEpoch), rbm)
+		gauge(descBatchesPlanned, float64(st.planned), rbm)
 		for _, w := range sortedKeys(st.batches) {
 			counter(descBatches, st.batches[w], rbm, w)
 			counter(descSamples, st.samples[w], rbm, w)

@@ -238,9 +238,9 @@ type Run struct {
 // rbmState is what Run knows of one RBM: its latest report, and the
 // counters summed from its reports.
 type rbmState struct {
-	cfg      pipeline.StageConfig
-	perEpoch int // mini-batches per epoch
-	stats    pipeline.Stats
+	cfg     pipeline.StageConfig
+	planned int // mini-batches in all (pipeline.StageConfig.Batches)
+	stats   pipeline.Stats
 	// base is the report the next one grows from: stats, or a stored
 	// checkpoint's after a replacement resumed from it.
 	base pipeline.Stats
@@ -286,7 +286,7 @@ func (r *Run) Pretraining(stages []pipeline.StageConfig, examples int) {
 	r.phase, r.pretrainStart = Pretraining, r.now()
 	r.rbms = make([]*rbmState, len(stages))
 	for i, c := range stages {
-		r.rbms[i] = &rbmState{cfg: c, perEpoch: pipeline.BatchesPerEpoch(examples, c.BatchSize),
+		r.rbms[i] = &rbmState{cfg: c, planned: c.Batches(examples),
 			stats: pipeline.Stats{Index: c.Index}, base: pipeline.Stats{Index: c.Index},
 			batches: map[string]float64{}, samples: map[string]float64{}}
 	}
@@ -558,7 +558,7 @@ func (r *Run) Status() Status {
 	}
 	for _, st := range r.rbms {
 		c, x := st.cfg, st.stats
-		total := c.Epochs * st.perEpoch
+		total := st.planned
 		row := RBMStatus{
 			Index: c.Index, Visible: c.Visible, Hidden: c.Hidden, Worker: x.Worker, State: stateName(x.State),
 			Epoch: min(x.Epoch+1, c.Epochs), Epochs: c.Epochs, Batches: x.Batches, BatchesTotal: total,
@@ -610,7 +610,7 @@ func (r *Run) eta(elapsed float64) (float64, bool) {
 		done, total := 0, 0
 		for _, st := range r.rbms {
 			done += st.stats.Batches
-			total += st.cfg.Epochs * st.perEpoch
+			total += st.planned
 		}
 		if done == 0 {
 			return 0, false
@@ -619,7 +619,7 @@ func (r *Run) eta(elapsed float64) (float64, bool) {
 	}
 	left := 0.0
 	for _, st := range r.rbms {
-		done, total := st.stats.Batches, st.cfg.Epochs*st.perEpoch
+		done, total := st.stats.Batches, st.planned
 		if done >= total {
 			continue
 		}

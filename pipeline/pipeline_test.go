@@ -150,3 +150,95 @@ func recon(r *rbm.RBM, x []float32, n int) float64 {
 func examples(seed uint64, n, dim int) []float32 {
 	return data.Synthetic(seed, n, dim, 4).X
 }
+
+// TestSettlePhase: after its epochs, the pipelined schedule deals the first
+// windows of one more epoch; RBM_1 only forwards them (it ends as without a
+// settle phase, bit for bit), RBM_i+1 trains (i)·F of them and is frozen for
+// the rest, and its reconstruction error gets one more entry.
+func TestSettlePhase(t *testing.T) {
+	const n, epochs, batch, k = 250, 3, 32, 2 // 8 batches, 4 windows an epoch
+	layers := []int{36, 24, 16, 12}
+	x := examples(1, n, layers[0])
+	plain := testConfigs(layers, epochs, batch, k)
+	settled := testConfigs(layers, epochs, batch, k)
+	PlanSettle(settled, n, 0.2, 0.2) // 12 windows: F = round(0.2·12/2) = 1
+	for i, c := range settled {
+		if want := (Settle{From: 12, Windows: 2, Train: i, LearningRate: 0.2}); c.Settle != want {
+			t.Fatalf("rbm %d: settle %+v; want %+v", i+1, c.Settle, want)
+		}
+	}
+	base, err := Pipelined(x, n, plain, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Pipelined(x, n, settled, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, b := got[0].RBM(), base[0].RBM(); !slices.Equal(r.W, b.W) || !slices.Equal(r.B, b.B) || !slices.Equal(r.A, b.A) {
+		t.Error("RBM_1 changed in the settle phase, where it only forwards")
+	}
+	for i, st := range got {
+		s := st.Stats()
+		wantBatches := epochs*8 + i*k
+		if s.Batches != wantBatches || settled[i].Batches(n) != wantBatches {
+			t.Errorf("rbm %d: trained %d mini-batches, planned %d; want %d", i+1, s.Batches, settled[i].Batches(n), wantBatches)
+		}
+		if wantRecon := epochs + min(i, 1); len(s.Recon) != wantRecon {
+			t.Errorf("rbm %d: %d reconstruction errors; want %d", i+1, len(s.Recon), wantRecon)
+		}
+		if st.Windows() != 12+2 {
+			t.Errorf("rbm %d: handled %d windows; want 14", i+1, st.Windows())
+		}
+	}
+	if slices.Equal(got[1].RBM().W, base[1].RBM().W) {
+		t.Error("RBM_2 trained nothing in the settle phase")
+	}
+
+	// A frozen stage's forward pass is its hidden probabilities, and it
+	// learns nothing more: RBM_2, past its window, hands on exactly what
+	// HiddenProbs computes.
+	v := examples(2, 5, 24)
+	st := NewStage(settled[1])
+	in := &Window{Epoch: epochs, Seq: 13, Rows: []int{5}, X: v, Bias: make([]float32, 24)}
+	out := &Window{X: make([]float32, 5*16)}
+	if err := st.Train(&Window{Epoch: 0, Seq: 0, Rows: []int{5}, X: v}, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := append([]float32(nil), st.RBM().W...)
+	if err := st.Train(in, out); err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float32, 5*16)
+	st.RBM().HiddenProbs(want, v, 5)
+	if !slices.Equal(out.X, want) || !slices.Equal(st.RBM().W, before) || out.Seq != 13 || len(out.Bias) != 16 {
+		t.Errorf("frozen forward: middle result %v, weights changed %v, seq %d; want HiddenProbs, unchanged, 13", out.X[:4], !slices.Equal(st.RBM().W, before), out.Seq)
+	}
+	for _, bad := range []*Window{
+		{Epoch: epochs, Seq: 14, Rows: []int{5}, X: v}, // past the settle phase
+		{Epoch: epochs, Seq: 11, Rows: []int{5}, X: v}, // before the settle phase
+	} {
+		if err := st.Train(bad, nil); err == nil {
+			t.Errorf("window of epoch %d, seq %d: trained; want an error", bad.Epoch, bad.Seq)
+		}
+	}
+	if err := NewStage(plain[1]).Train(&Window{Epoch: epochs, Seq: 12, Rows: []int{5}, X: v}, nil); err == nil {
+		t.Error("a stage without a settle phase trained a window of epoch Epochs")
+	}
+
+	// A settle phase longer than an epoch: 12 windows, 3 more epochs of 4.
+	long := testConfigs(layers, epochs, batch, k)
+	PlanSettle(long, n, 1, 0.2)
+	if long[2].Settle.Windows != 12 || long[2].LastEpoch(n) != epochs+2 {
+		t.Fatalf("settle %+v, last epoch %d; want 12 windows, epoch %d", long[2].Settle, long[2].LastEpoch(n), epochs+2)
+	}
+	got, err = Pipelined(x, n, long, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range got {
+		if s := st.Stats(); s.Batches != long[i].Batches(n) || s.Batches != epochs*8+i*6*k {
+			t.Errorf("rbm %d: trained %d mini-batches, planned %d; want %d", i+1, s.Batches, long[i].Batches(n), epochs*8+i*6*k)
+		}
+	}
+}

@@ -28,7 +28,8 @@ func (s State) String() string {
 // Pipelined computes what the pipelined schedule trains, in this
 // goroutine: the data, shuffled every epoch by a source seeded with seed,
 // passes window by window through RBM_1..RBM_L, each stage training on the
-// middle results and B_i of the one below. Every stage sees the same
+// middle results and B_i of the one below, then the settle phase
+// (StageConfig.Settle). Every stage sees the same
 // windows in the same order as when the stages train at once on their own
 // slaves, whatever the timing, so the weights are the same to the bit: the
 // reference the transports (pipeline/memnet, pipeline/natsnet) are tested
@@ -40,7 +41,7 @@ func Pipelined(x []float32, n int, cfgs []StageConfig, seed uint64) ([]*Stage, e
 	}
 	c := cfgs[0]
 	src := NewSource(x, n, c.Visible, c.BatchSize, c.K, seed)
-	for w, ok := src.Next(c.Epochs); ok; w, ok = src.Next(c.Epochs) {
+	for w, ok := src.NextOf(c); ok; w, ok = src.NextOf(c) {
 		in := w
 		for i, st := range stages {
 			var out *Window

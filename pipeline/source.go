@@ -66,6 +66,18 @@ func (s *Source) Epoch(ctx context.Context, e int, fn func(*Window) error) error
 	return nil
 }
 
+// NextOf deals the next window of the run of stage c: those of its Epochs,
+// then the windows of its settle phase.
+func (s *Source) NextOf(c StageConfig) (*Window, bool) {
+	if c.Settle.Windows == 0 {
+		return s.Next(c.Epochs)
+	}
+	if s.seq >= c.Settle.From+c.Settle.Windows {
+		return nil, false
+	}
+	return s.Next(c.LastEpoch(s.n) + 1)
+}
+
 // Next deals the next window of the stream of epochs that Epoch deals one
 // epoch at a time (the same windows, from the same shuffles), in a window
 // of its own, or false after the last window of epoch epochs-1. Do not mix

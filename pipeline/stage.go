@@ -13,6 +13,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/pipedbn/pipedbn/rbm"
@@ -39,6 +40,64 @@ type StageConfig struct {
 	WeightDecay float64
 	// Seed derives the RBM's initial weights and its sampling RNG.
 	Seed uint64
+	// Settle is the stage's part in the settle phase; zero: none.
+	Settle Settle
+}
+
+// Settle is the settle phase of the pipelined schedule, after the Epochs:
+// Windows windows of more passes over the data (epochs Epochs on, window
+// Seq From on) go up through every stage, and stage i trains on the
+// first Train of them and only forwards the rest, frozen. With Train =
+// (i-1)·F, RBM_i+1 trains F windows on the middle results of a frozen RBM_i
+// (its final ones, as greedy's RBM_i+1 only ever sees), then freezes too.
+// The learning rate of the settle windows restarts at LearningRate and falls
+// linearly to the final rate at the last; the momentum is the final one.
+type Settle struct {
+	From, Windows, Train int
+	LearningRate         float64
+}
+
+// PlanSettle sets the Settle of every stage of a pipelined run over n
+// examples whose settle phase takes fraction of its windows: F windows
+// for each stage above the first (at least one where fraction > 0), the
+// learning rate restarting at rate.
+func PlanSettle(cfgs []StageConfig, n int, fraction, rate float64) {
+	L := len(cfgs)
+	if L < 2 || fraction <= 0 || n < 1 {
+		return
+	}
+	c := cfgs[0]
+	from := c.Epochs * WindowsPerEpoch(n, c.BatchSize, c.K)
+	f := max(1, int(math.Round(fraction*float64(from)/float64(L-1))))
+	for i := range cfgs {
+		cfgs[i].Settle = Settle{From: from, Windows: (L - 1) * f, Train: i * f, LearningRate: rate}
+	}
+}
+
+// Batches is the number of mini-batches stage c trains over n examples:
+// those of its epochs and of its part of the settle phase.
+func (c StageConfig) Batches(n int) int {
+	perEpoch := BatchesPerEpoch(n, c.BatchSize)
+	batches := c.Epochs * perEpoch
+	for j := range c.Settle.Train {
+		w := j % WindowsPerEpoch(n, c.BatchSize, c.K) // the window's place in its epoch
+		batches += min(c.K, perEpoch-w*c.K)
+	}
+	return batches
+}
+
+// settles reports whether window in belongs to the settle phase.
+func (c StageConfig) settles(in *Window) bool {
+	return c.Settle.Windows > 0 && in.Epoch >= c.Epochs
+}
+
+// LastEpoch is the last epoch stage c sees a window of, over n examples:
+// Epochs-1, or the settle phase's last.
+func (c StageConfig) LastEpoch(n int) int {
+	if c.Settle.Windows == 0 {
+		return c.Epochs - 1
+	}
+	return c.Epochs + (c.Settle.Windows-1)/WindowsPerEpoch(n, c.BatchSize, c.K)
 }
 
 // Window is a run of at most K mini-batches: the unit a stage trains on and
@@ -144,8 +203,21 @@ func (s *Stage) params(e int) rbm.Params {
 // it with the middle result of the window (out.X must hold in.TotalRows() x
 // Hidden values) and B_i after the window.
 func (s *Stage) Train(in *Window, out *Window) error {
-	if in.Epoch < s.epoch || in.Epoch >= s.cfg.Epochs {
+	settle := s.cfg.settles(in)
+	if in.Epoch < s.epoch || (in.Epoch >= s.cfg.Epochs && !settle) {
 		return fmt.Errorf("rbm %d: window %d is for epoch %d, stage is at epoch %d of %d", s.cfg.Index, in.Seq, in.Epoch, s.epoch, s.cfg.Epochs)
+	}
+	p := s.params(in.Epoch)
+	if settle {
+		st := s.cfg.Settle
+		j := in.Seq - st.From
+		if j < 0 || j >= st.Windows {
+			return fmt.Errorf("rbm %d: window %d is outside the settle phase, windows %d to %d", s.cfg.Index, in.Seq, st.From, st.From+st.Windows-1)
+		}
+		if j >= st.Train {
+			return s.forward(in, out)
+		}
+		p.LearningRate = float32(st.LearningRate + (s.cfg.LearningRate[1]-st.LearningRate)*float64(j)/float64(max(1, st.Windows-1)))
 	}
 	if in.Epoch > s.epoch {
 		s.EndEpoch()
@@ -162,7 +234,6 @@ func (s *Stage) Train(in *Window, out *Window) error {
 		return fmt.Errorf("rbm %d: window %d holds %d values, want %d rows x %d", s.cfg.Index, in.Seq, len(in.X), n, s.cfg.Visible)
 	}
 	start := time.Now()
-	p := s.params(in.Epoch)
 	var sse float64
 	off, outOff := 0, 0
 	for b, rows := range in.Rows {
@@ -196,6 +267,49 @@ func (s *Stage) Train(in *Window, out *Window) error {
 		out.Rows = append(out.Rows[:0], in.Rows...)
 		out.Bias = append(out.Bias[:0], s.rbm.B...)
 	}
+	return nil
+}
+
+// forward hands the middle result of the frozen RBM_i for window in on: a
+// stage past its part of the settle phase trains no more.
+func (s *Stage) forward(in *Window, out *Window) error {
+	if in.Epoch > s.epoch {
+		s.EndEpoch()
+		s.epoch = in.Epoch
+	}
+	rows := in.TotalRows()
+	if len(in.X) != rows*s.cfg.Visible {
+		return fmt.Errorf("rbm %d: window %d holds %d values, want %d rows x %d", s.cfg.Index, in.Seq, len(in.X), rows, s.cfg.Visible)
+	}
+	start := time.Now()
+	if in.Bias != nil {
+		if len(in.Bias) != s.cfg.Visible {
+			return fmt.Errorf("rbm %d: window %d carries %d biases for a visible layer of %d", s.cfg.Index, in.Seq, len(in.Bias), s.cfg.Visible)
+		}
+		copy(s.rbm.A, in.Bias)
+	}
+	if out != nil {
+		if s.cfg.Middle == rbm.Samples {
+			// Sampled states need the trainer's generator: a step that
+			// learns nothing (the stage never trains again).
+			off, outOff := 0, 0
+			for _, r := range in.Rows {
+				if _, err := s.trainer.Step(in.X[off:off+r*s.cfg.Visible], r, rbm.Params{}, out.X[outOff:outOff+r*s.cfg.Hidden], rbm.Samples); err != nil {
+					return fmt.Errorf("rbm %d: settle window %d: %w", s.cfg.Index, in.Seq, err)
+				}
+				off += r * s.cfg.Visible
+				outOff += r * s.cfg.Hidden
+			}
+		} else {
+			s.rbm.HiddenProbs(out.X[:rows*s.cfg.Hidden], in.X, rows)
+		}
+		out.Epoch, out.Seq = in.Epoch, in.Seq
+		out.Rows = append(out.Rows[:0], in.Rows...)
+		out.Bias = append(out.Bias[:0], s.rbm.B...)
+	}
+	s.stats.Epoch = in.Epoch
+	s.windows++
+	s.stats.Busy += time.Since(start)
 	return nil
 }
 
@@ -264,7 +378,11 @@ func RestoreStage(cfg StageConfig, st StageState) (*Stage, error) {
 	if len(st.W) != V*H || len(st.A) != V || len(st.B) != H {
 		return nil, fmt.Errorf("rbm %d: checkpoint holds %d, %d, %d parameters for a %dx%d RBM", cfg.Index, len(st.W), len(st.A), len(st.B), V, H)
 	}
-	if st.Windows < 0 || st.Epoch < 0 || st.Epoch >= max(cfg.Epochs, 1) || st.Stats.Batches < 0 {
+	last := cfg.Epochs - 1
+	if cfg.Settle.Windows > 0 {
+		last = cfg.Epochs + cfg.Settle.Windows - 1 // at most; the examples decide
+	}
+	if st.Windows < 0 || st.Epoch < 0 || st.Epoch > max(last, 0) || st.Stats.Batches < 0 {
 		return nil, fmt.Errorf("rbm %d: checkpoint at window %d, epoch %d of %d, %d batches: out of range", cfg.Index, st.Windows, st.Epoch, cfg.Epochs, st.Stats.Batches)
 	}
 	s := NewStage(cfg)

@@ -193,6 +193,8 @@ func TestBadInput(t *testing.T) {
 		// 7f: floats are finite and in sane ranges.
 		{"huge learning rate", []string{"--config", write("lr2.yaml", "pretrain:\n  learning_rate: {initial: 1e308}\n")}, nil, []string{"lr2.yaml", "pretrain.learning_rate.initial = 1e+308: must be in (0, 10]"}},
 		{"weight decay 1", []string{"--config", write("wd.yaml", "pretrain:\n  weight_decay: 1\n")}, nil, []string{"wd.yaml", "pretrain.weight_decay = 1: must be in [0, 1)"}},
+		{"settle fraction 2", []string{"--config", write("settle.yaml", "pretrain:\n  settle: {fraction: 2}\n")}, nil, []string{"settle.yaml", "pretrain.settle.fraction = 2: must be a fraction of the run's windows in [0, 1]"}},
+		{"settle rate 0", []string{"--config", write("settle-rate.yaml", "pretrain:\n  settle: {learning_rate: 0}\n")}, nil, []string{"settle-rate.yaml", "pretrain.settle.learning_rate = 0"}},
 		{"infinite finetune rate", []string{"--config", write("lr3.yaml", "finetune:\n  learning_rate: .inf\n")}, nil, []string{"lr3.yaml", "finetune.learning_rate = +Inf: must be in (0, 10]"}},
 		// 7g: a PIPEDBN_* variable that names no key is a problem.
 		{"unknown env", []string{"--config", write("env.yaml", "name: ok\n")}, []string{"PIPEDBN_PRETRAIN_EPOCH=3"}, []string{"env.yaml", "env PIPEDBN_PRETRAIN_EPOCH: names no config key (did you mean PIPEDBN_PRETRAIN_EPOCHS?)"}},

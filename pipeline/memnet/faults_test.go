@@ -39,6 +39,8 @@ func tiny(checkpointEvery int) (protocol.MasterConfig, []string) {
 		})
 		slaves = append(slaves, fmt.Sprintf("local-%d", i))
 	}
+	// A settle phase of 4 windows: RBM_2 trains 2 of them, RBM_3 all 4.
+	pipeline.PlanSettle(stages, n, 0.2, 0.1)
 	return protocol.MasterConfig{
 		Run: protocol.Run{ID: "faults"}, Stages: stages, Data: x, N: n, ShuffleSeed: 3,
 		Credits: 2, CheckpointEvery: checkpointEvery,
@@ -131,7 +133,6 @@ func runSchedules(t *testing.T, test string, seed, runs uint64, spare bool) (too
 		slaves = append(slaves, "spare")
 		first += spareSeeds
 	}
-	batches := 3 * pipeline.BatchesPerEpoch(cfg.N, 4)
 	for i := range runs {
 		s := RandomSchedule(first+i, slaves, horizon, simTiming())
 		got, took, transcript, err := simulate(cfg, slaves, s)
@@ -150,7 +151,7 @@ func runSchedules(t *testing.T, test string, seed, runs uint64, spare bool) (too
 		}
 		for j, tr := range got {
 			w := want[j].RBM
-			if tr.Stats.Batches != batches {
+			if batches := cfg.Stages[j].Batches(cfg.N); tr.Stats.Batches != batches {
 				fail("rbm %d trained %d mini-batches, want %d", j+1, tr.Stats.Batches, batches)
 			}
 			if !slices.Equal(tr.RBM.W, w.W) || !slices.Equal(tr.RBM.A, w.A) || !slices.Equal(tr.RBM.B, w.B) {

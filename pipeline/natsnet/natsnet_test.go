@@ -76,6 +76,7 @@ func TestSlaveProcessesMatchInMemory(t *testing.T) {
 	layers := []int{49, 32, 24, 16}
 	x := examples(1, n, layers[0])
 	cfgs := stageConfigs(layers, epochs, batch, k)
+	pipeline.PlanSettle(cfgs, n, 0.1, 0.05) // RBM_2 trains 1 settle window, RBM_3 2
 
 	blas.SetThreads(1)
 	want, err := pipeline.Pipelined(x, n, cfgs, 77)
@@ -116,7 +117,7 @@ func TestSlaveProcessesMatchInMemory(t *testing.T) {
 		if !slices.Equal(tr.RBM.W, w.W) || !slices.Equal(tr.RBM.A, w.A) || !slices.Equal(tr.RBM.B, w.B) {
 			t.Errorf("rbm %d: weights over NATS differ from the in-memory run", i+1)
 		}
-		if wantB := epochs * pipeline.BatchesPerEpoch(n, batch); tr.Stats.Batches != wantB {
+		if wantB := cfgs[i].Batches(n); tr.Stats.Batches != wantB {
 			t.Errorf("rbm %d: %d batches; want %d", i+1, tr.Stats.Batches, wantB)
 		}
 		if !slices.Equal(tr.Stats.Recon, want[i].Stats().Recon) {

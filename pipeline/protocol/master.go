@@ -477,7 +477,7 @@ func (m *Master) maybeRun(now time.Duration) {
 	first := m.starts[1].GetWindows()
 	m.feed = NewProducer(m.cfg.Run, MasterName, 0, m.seats[1].slave, uint64(first))
 	for n := 0; n < first; n++ {
-		m.src.Next(c.Epochs) // dealt before the resume point
+		m.src.NextOf(c) // dealt before the resume point
 	}
 	m.starts = nil
 }
@@ -506,12 +506,12 @@ func (m *Master) seating() []joined {
 
 // pumpFeed deals data windows to RBM_1 as far as its credit goes.
 func (m *Master) pumpFeed() {
-	epochs := m.cfg.Stages[0].Epochs
+	c := m.cfg.Stages[0]
 	for !m.dealt && m.feed.CanSend() {
-		w, ok := m.src.Next(epochs)
+		w, ok := m.src.NextOf(c)
 		if !ok {
 			m.dealt = true
-			m.out.Messages = append(m.out.Messages, m.feed.Close(epochs-1))
+			m.out.Messages = append(m.out.Messages, m.feed.Close(c.LastEpoch(m.cfg.N)))
 			return
 		}
 		m.out.Messages = append(m.out.Messages, m.feed.Send(w))
