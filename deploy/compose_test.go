@@ -147,7 +147,8 @@ func TestCompose(t *testing.T) {
 	if !strings.Contains(out, "exited with code 0") {
 		t.Errorf("docker-compose up: no container exit with code 0 in its output:\n%s", out)
 	}
-	checkResult(t, filepath.Join(dirs["runs"], "e2e"))
+	batches, recons := e.planned(t, 2000)
+	checkResult(t, filepath.Join(dirs["runs"], "e2e"), batches, recons)
 
 	logs, err := compose(ctx, "logs", "--no-color", "nats")
 	if err != nil {
@@ -197,8 +198,9 @@ func checkImage(t *testing.T, ctx context.Context, ref string, want []string) {
 	}
 }
 
-// checkResult checks the master's result.json and weights.npz.
-func checkResult(t *testing.T, dir string) {
+// checkResult checks the master's result.json (RBM_i trained batches[i-1]
+// mini-batches, with recons[i-1] reconstruction errors) and weights.npz.
+func checkResult(t *testing.T, dir string, batches, recons []int) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
 	if err != nil {
@@ -229,11 +231,10 @@ func checkResult(t *testing.T, dir string) {
 	if len(res.RBMs) != 2 {
 		t.Fatalf("result.json: %d RBMs; want 2", len(res.RBMs))
 	}
-	const batches = 2 * 8 // 2 epochs of 2000 rows in batches of 256
 	workers := map[string]bool{}
 	for i, r := range res.RBMs {
-		if r.Index != i+1 || r.Batches != batches || len(r.ReconError) != 2 {
-			t.Errorf("result.json: rbm %d: index %d, %d batches, %d recon errors; want %d, %d, 2", i+1, r.Index, r.Batches, len(r.ReconError), i+1, batches)
+		if r.Index != i+1 || r.Batches != batches[i] || len(r.ReconError) != recons[i] {
+			t.Errorf("result.json: rbm %d: index %d, %d batches, %d recon errors; want %d, %d, %d", i+1, r.Index, r.Batches, len(r.ReconError), i+1, batches[i], recons[i])
 		}
 		if !regexp.MustCompile(`^slave-[1-9][0-9]*$`).MatchString(r.Worker) || workers[r.Worker] {
 			t.Errorf("result.json: rbm %d trained by %q; want a slave identity of its own (slave-k)", i+1, r.Worker)
