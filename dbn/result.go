@@ -131,6 +131,10 @@ type RBMResult struct {
 	// RBMs below it: comparable across schedules, where recon_error of an
 	// upper pipelined RBM is measured on input that moved as it trained.
 	FinalReconError float64 `json:"final_recon_error"`
+	// SettleReconError (an extension) is the RBM's reconstruction error in
+	// the settle phase (pretrain.settle), one entry per pass it trained in;
+	// recon_error keeps one per epoch, as the contract has it.
+	SettleReconError []float64 `json:"settle_recon_error,omitempty"`
 	// Rejected (an extension) counts, by reason, the messages the RBM's
 	// slave dropped on its input link (corrupt, foreign, shape, duplicate,
 	// gap, stale), as it last reported; absent when none.

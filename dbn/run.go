@@ -211,6 +211,11 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 	}
 	res.PretrainSeconds = time.Since(start).Seconds()
 	res.RBMs = trained.results
+	for i := range res.RBMs {
+		if r := &res.RBMs[i]; len(r.ReconError) > cfg.Pretrain.Epochs {
+			r.ReconError, r.SettleReconError = r.ReconError[:cfg.Pretrain.Epochs], r.ReconError[cfg.Pretrain.Epochs:]
+		}
+	}
 	res.Resumed, res.Recoveries, res.MasterRejected = trained.resumed, trained.recoveries, trained.masterRejected
 	if trained.layout != nil {
 		res.Plan = trained.layout.result(res.RBMs)

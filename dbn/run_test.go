@@ -100,17 +100,17 @@ finetune: {epochs: 6, learning_rate: 0.2, batch_size: 50}
 			stages := Stages(cfg, res.Data.Train)
 			for i, r := range res.RBMs {
 				// 3 epochs of 40 mini-batches, and pipelined, the settle
-				// phase: one more entry of reconstruction error where the
-				// RBM trained in it.
-				epochs := 3
+				// phase: its reconstruction error apart, where the RBM
+				// trained in it.
+				settles := 0
 				if stages[i].Settle.Train > 0 {
-					epochs++
+					settles = 1
 				}
 				if want := stages[i].Batches(res.Data.Train); r.Batches != want || want < 3*40 {
 					t.Errorf("rbm %d: %d batches; want %d (>= 3 x 40)", r.Index, r.Batches, want)
 				}
-				if len(r.ReconError) != epochs {
-					t.Fatalf("rbm %d: recon errors %v; want %d", r.Index, r.ReconError, epochs)
+				if len(r.ReconError) != 3 || len(r.SettleReconError) != settles {
+					t.Fatalf("rbm %d: recon errors %v, in the settle phase %v; want 3, %d", r.Index, r.ReconError, r.SettleReconError, settles)
 				}
 				if r.Index == 1 && r.ReconError[2] >= r.ReconError[0] {
 					t.Errorf("rbm 1: recon error %v did not fall", r.ReconError)
