@@ -10,7 +10,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/dbn"
 )
 
 // composeJob is the small pipelined job the test runs: two RBMs, three
@@ -201,30 +203,11 @@ func checkImage(t *testing.T, ctx context.Context, ref string, want []string) {
 // mini-batches) and weights.npz.
 func checkResult(t *testing.T, dir string, batches []int) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	res, err := dbn.ReadResult(filepath.Join(dir, dbn.ResultFile))
 	if err != nil {
 		t.Fatalf("result.json: %v", err)
 	}
-	var res struct {
-		Name   string `json:"name"`
-		Mode   string `json:"mode"`
-		Layers []int  `json:"layers"`
-		RBMs   []struct {
-			Index      int       `json:"index"`
-			Worker     string    `json:"worker"`
-			Batches    int       `json:"batches"`
-			ReconError []float64 `json:"recon_error"`
-		} `json:"rbms"`
-		Finetune *struct {
-			Epochs       int     `json:"epochs"`
-			TestAccuracy float64 `json:"test_accuracy"`
-		} `json:"finetune"`
-		Weights string `json:"weights"`
-	}
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatalf("result.json: %v", err)
-	}
-	if res.Name != "e2e" || res.Mode != "pipelined" || fmt.Sprint(res.Layers) != "[784 64 32]" {
+	if res.Name != "e2e" || res.Mode != config.Pipelined || fmt.Sprint(res.Layers) != "[784 64 32]" {
 		t.Errorf("result.json: name %q, mode %q, layers %v; want e2e, pipelined, [784 64 32]", res.Name, res.Mode, res.Layers)
 	}
 	if len(res.RBMs) != 2 {

@@ -8,7 +8,6 @@ package deploy
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,6 +17,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/dbn"
 )
 
 // stackJob is the pipelined job of the stack test: three RBMs, one slave
@@ -314,30 +316,11 @@ func waitFor(t *testing.T, ctx context.Context, total time.Duration, what string
 // its mini-batches, by a slave identity of its own; and weights.npz.
 func checkStackResult(t *testing.T, dir string, batches []int) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	res, err := dbn.ReadResult(filepath.Join(dir, dbn.ResultFile))
 	if err != nil {
 		t.Fatalf("result.json: %v", err)
 	}
-	var res struct {
-		Mode   string `json:"mode"`
-		Layers []int  `json:"layers"`
-		RBMs   []struct {
-			Index      int       `json:"index"`
-			Worker     string    `json:"worker"`
-			Batches    int       `json:"batches"`
-			ReconError []float64 `json:"recon_error"`
-		} `json:"rbms"`
-		Recoveries []json.RawMessage `json:"recoveries"`
-		Finetune   *struct {
-			TestAccuracy float64 `json:"test_accuracy"`
-		} `json:"finetune"`
-		PretrainSeconds float64 `json:"pretrain_seconds"`
-		Weights         string  `json:"weights"`
-	}
-	if err := json.Unmarshal(b, &res); err != nil {
-		t.Fatalf("result.json: %v", err)
-	}
-	if res.Mode != "pipelined" || fmt.Sprint(res.Layers) != "[784 64 32 16]" || len(res.RBMs) != 3 {
+	if res.Mode != config.Pipelined || fmt.Sprint(res.Layers) != "[784 64 32 16]" || len(res.RBMs) != 3 {
 		t.Fatalf("result.json: mode %q, layers %v, %d RBMs; want pipelined, [784 64 32 16], 3", res.Mode, res.Layers, len(res.RBMs))
 	}
 	workers := map[string]bool{}
