@@ -127,14 +127,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
 	if *cfgPath == "" {
 		return fmt.Errorf("%w: --config FILE is required", errUsage)
@@ -243,4 +237,19 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	return fmt.Errorf("%w: unknown command %q", errUsage, cmd)
+}
+
+// parseArgs parses a command's flags, which take no arguments besides:
+// -h is flag.ErrHelp, anything else wrong is a usage error.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	return nil
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,14 +39,8 @@ func runModel(cmd string, args []string, stdin io.Reader, stderr io.Writer) erro
 	labels := fs.Bool("labels", false, "predict: write the most probable class (int64) instead of the probabilities")
 	layer := fs.Int("layer", 0, "transform: the hidden `LAYER`, 1 = RBM_1's (default: the top)")
 	finetuned := fs.Bool("finetuned", false, "transform: use the fine-tuned network's hidden layers")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	if err := parseArgs(fs, args); err != nil {
+		return err
 	}
 	for _, f := range []struct{ name, val string }{{"run", *run}, {"in", *in}, {"out", *out}} {
 		if f.val == "" {
