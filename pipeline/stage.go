@@ -208,15 +208,14 @@ func (s *Stage) Train(in *Window, out *Window) error {
 		return fmt.Errorf("rbm %d: window %d is for epoch %d, stage is at epoch %d of %d", s.cfg.Index, in.Seq, in.Epoch, s.epoch, s.cfg.Epochs)
 	}
 	p := s.params(in.Epoch)
+	frozen := false
 	if settle {
 		st := s.cfg.Settle
 		j := in.Seq - st.From
 		if j < 0 || j >= st.Windows {
 			return fmt.Errorf("rbm %d: window %d is outside the settle phase, windows %d to %d", s.cfg.Index, in.Seq, st.From, st.From+st.Windows-1)
 		}
-		if j >= st.Train {
-			return s.forward(in, out)
-		}
+		frozen = j >= st.Train
 		p.LearningRate = float32(st.LearningRate + (s.cfg.LearningRate[1]-st.LearningRate)*float64(j)/float64(max(1, st.Windows-1)))
 	}
 	if in.Epoch > s.epoch {
@@ -232,6 +231,9 @@ func (s *Stage) Train(in *Window, out *Window) error {
 	}
 	if n := in.TotalRows(); len(in.X) != n*s.cfg.Visible {
 		return fmt.Errorf("rbm %d: window %d holds %d values, want %d rows x %d", s.cfg.Index, in.Seq, len(in.X), n, s.cfg.Visible)
+	}
+	if frozen {
+		return s.forward(in, out)
 	}
 	start := time.Now()
 	var sse float64
@@ -270,24 +272,12 @@ func (s *Stage) Train(in *Window, out *Window) error {
 	return nil
 }
 
-// forward hands the middle result of the frozen RBM_i for window in on: a
-// stage past its part of the settle phase trains no more.
+// forward hands the middle result of the frozen RBM_i for window in on (a
+// window Train checked and took the L_{i-1}-copy's biases of): a stage
+// past its part of the settle phase trains no more.
 func (s *Stage) forward(in *Window, out *Window) error {
-	if in.Epoch > s.epoch {
-		s.EndEpoch()
-		s.epoch = in.Epoch
-	}
 	rows := in.TotalRows()
-	if len(in.X) != rows*s.cfg.Visible {
-		return fmt.Errorf("rbm %d: window %d holds %d values, want %d rows x %d", s.cfg.Index, in.Seq, len(in.X), rows, s.cfg.Visible)
-	}
 	start := time.Now()
-	if in.Bias != nil {
-		if len(in.Bias) != s.cfg.Visible {
-			return fmt.Errorf("rbm %d: window %d carries %d biases for a visible layer of %d", s.cfg.Index, in.Seq, len(in.Bias), s.cfg.Visible)
-		}
-		copy(s.rbm.A, in.Bias)
-	}
 	if out != nil {
 		if s.cfg.Middle == rbm.Samples {
 			// Sampled states need the trainer's generator: a step that
