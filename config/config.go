@@ -138,7 +138,20 @@ type Pretrain struct {
 	WeightDecay float64 `mapstructure:"weight_decay"`
 	// Settle is the pipelined schedule's settle phase (greedy ignores it).
 	Settle Settle `mapstructure:"settle"`
+	// Probe diagnoses the schedule: snapshots of the RBMs over time,
+	// measured on a probe set at the end (result.json rbms[].probe).
+	Probe Probe `mapstructure:"probe"`
 }
+
+// Probe configures the probe of pre-training over wall time.
+type Probe struct {
+	// Rows is the probe set, the first rows of the training set, at most
+	// MaxProbeRows; 0 (the default) takes no snapshots.
+	Rows int `mapstructure:"rows"`
+}
+
+// MaxProbeRows bounds pretrain.probe.rows.
+const MaxProbeRows = 10000
 
 // Settle configures the settle phase of pipelined pre-training: after the
 // epochs, the data passes once more, in part, through the frozen lower RBMs,
@@ -344,6 +357,7 @@ func Defaults() map[string]any {
 		"pretrain.weight_decay":          0.0002,
 		"pretrain.settle.fraction":       0.1,
 		"pretrain.settle.learning_rate":  0.03,
+		"pretrain.probe.rows":            0,
 		"cluster.nats_url":               "",
 		"cluster.slaves":                 0,
 		"cluster.join_timeout":           DefaultJoinTimeout,

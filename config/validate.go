@@ -200,6 +200,9 @@ func (c *Config) Validate() error {
 		bad("pretrain.settle.fraction", p.Settle.Fraction, "must be a fraction of the run's windows in [0, 1] (0: no settle phase)")
 	}
 	rate("pretrain.settle.learning_rate", p.Settle.LearningRate, "")
+	if p.Probe.Rows < 0 || p.Probe.Rows > MaxProbeRows {
+		bad("pretrain.probe.rows", p.Probe.Rows, "must be in [0, %d]: the first training examples the probe measures snapshots on (0: no probe)", MaxProbeRows)
+	}
 
 	cl := c.Cluster
 	if cl.NatsURL != "" {

@@ -188,7 +188,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 			mu.Unlock()
 			opt.Monitor.Recovered(r)
 		},
-		Checkpointed: checkpointedToo(saver.checkpointed, opt.Monitor),
+		Checkpointed: prog.checkpointed(saver.checkpointed),
 		Joined:       opt.Monitor.Joined,
 	}
 	if local != nil {

@@ -184,6 +184,15 @@ func estimateRun(cfg *config.Config) runEstimate {
 			}
 		}
 	}
+	if cfg.Pretrain.Probe.Rows > 0 {
+		var snaps int64
+		for _, s := range stages {
+			snaps = satAdd(snaps, pipeline.Float32Bytes(probePoints, s.Visible*s.Hidden+s.Visible+s.Hidden))
+		}
+		// Kept through pre-training and measured after it.
+		pretraining.Add("the probe's snapshots (pretrain.probe)", snaps)
+		after.Add("the probe's snapshots (pretrain.probe)", snaps)
+	}
 	e.master.Add("the process itself", processOverhead)
 	e.master.AddMemory("", dataSet)
 	e.master.AddMemory("", pipeline.Peak(pretraining, after))

@@ -27,7 +27,7 @@ func pretrainMemory(ctx context.Context, cfg *config.Config, opt Options, out st
 		Run:    protocol.Run{ID: runID(cfg.Name)},
 		Stages: stageCfgs, Data: train.X, N: train.N, ShuffleSeed: shuffleSeed,
 		Credits: cfg.Cluster.Credits, CheckpointEvery: rel.CheckpointEvery,
-		Observer: protocol.Observer{Hooks: prog.hooks(), Checkpointed: checkpointedToo(saver.checkpointed, opt.Monitor),
+		Observer: protocol.Observer{Hooks: prog.hooks(), Checkpointed: prog.checkpointed(saver.checkpointed),
 			Joined: opt.Monitor.Joined, Lost: opt.Monitor.Lost, Recovered: opt.Monitor.Recovered},
 	}
 	if rel.SaveEvery > 0 && rel.CheckpointEvery > 0 {

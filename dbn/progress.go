@@ -32,6 +32,8 @@ type progress struct {
 	stopOnce sync.Once
 	// mon, if set, sees every report too.
 	mon *monitor.Run
+	// probe, if set, keeps snapshots of the RBMs (pretrain.probe).
+	probe *probe
 }
 
 const (
@@ -70,9 +72,10 @@ func newProgress(w io.Writer, tty bool, log hclog.Logger, cfgs []pipeline.StageC
 }
 
 func (p *progress) hooks() pipeline.Hooks {
-	return pipeline.Hooks{
+	h := pipeline.Hooks{
 		Window: func(s pipeline.Stats) {
 			p.mon.Observe(s)
+			p.probe.window(s)
 			p.mu.Lock()
 			p.stats[s.Index-1] = s
 			p.changed[s.Index-1] = true
@@ -90,6 +93,20 @@ func (p *progress) hooks() pipeline.Hooks {
 			p.log.Info("epoch done", "rbm", s.Index, "epoch", epoch,
 				"recon_error", s.Recon[len(s.Recon)-1], "samples_per_sec", int(rate(s)))
 		},
+	}
+	if p.probe != nil {
+		h.Trained = p.probe.trained
+	}
+	return h
+}
+
+// checkpointed returns the master's Checkpointed hook: fn, then the
+// monitor's and the probe's.
+func (p *progress) checkpointed(fn func(int, pipeline.StageState)) func(int, pipeline.StageState) {
+	return func(rbm int, st pipeline.StageState) {
+		fn(rbm, st)
+		p.mon.Checkpointed(rbm, st)
+		p.probe.checkpointed(rbm, st)
 	}
 }
 

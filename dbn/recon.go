@@ -1,6 +1,8 @@
 package dbn
 
 import (
+	"math"
+
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
@@ -15,23 +17,12 @@ const finalReconRows = 10000
 // compare across RBMs and across schedules.
 func finalRecon(rbms []*rbm.RBM, x []float32, n int) []float64 {
 	n = min(n, finalReconRows)
-	const batch = 500
 	out := make([]float64, len(rbms))
 	in := x[:n*rbms[0].Visible]
 	for i, r := range rbms {
-		// A CD-1 step with a zero learning rate measures without changing
-		// anything (on a clone, to be sure).
-		tr := rbm.NewTrainer(r.Clone(), batch, 1, 1)
-		sse := 0.0
-		for lo := 0; lo < n; lo += batch {
-			rows := min(batch, n-lo)
-			e, err := tr.Step(in[lo*r.Visible:(lo+rows)*r.Visible], rows, rbm.Params{}, nil, rbm.Probabilities)
-			if err != nil {
-				return nil
-			}
-			sse += e
+		if out[i] = reconError(r, in, n); math.IsNaN(out[i]) {
+			return nil
 		}
-		out[i] = sse / float64(n*r.Visible)
 		if i+1 < len(rbms) {
 			next := make([]float32, n*r.Hidden)
 			r.HiddenProbs(next, in, n)
@@ -39,4 +30,23 @@ func finalRecon(rbms []*rbm.RBM, x []float32, n int) []float64 {
 		}
 	}
 	return out
+}
+
+// reconError is r's mean squared reconstruction error on n rows of in (NaN
+// if a step fails).
+func reconError(r *rbm.RBM, in []float32, n int) float64 {
+	const batch = 500
+	// A CD-1 step with a zero learning rate measures without changing
+	// anything (on a clone, to be sure).
+	tr := rbm.NewTrainer(r.Clone(), min(batch, n), 1, 1)
+	sse := 0.0
+	for lo := 0; lo < n; lo += batch {
+		rows := min(batch, n-lo)
+		e, err := tr.Step(in[lo*r.Visible:(lo+rows)*r.Visible], rows, rbm.Params{}, nil, rbm.Probabilities)
+		if err != nil {
+			return math.NaN()
+		}
+		sse += e
+	}
+	return sse / float64(n*r.Visible)
 }

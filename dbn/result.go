@@ -34,6 +34,9 @@ type Result struct {
 	Colocate bool `json:"colocate,omitempty"`
 	// Config is the path of the config the run was read from.
 	Config string `json:"config"`
+	// ProbeRows is pretrain.probe.rows, the probe set of rbms[].probe
+	// (absent: no probe).
+	ProbeRows int `json:"probe_rows,omitempty"`
 	// CheckpointEvery is reliability.checkpoint_every (C) of a pipelined
 	// run over NATS; Resumed says the run resumed an interrupted one;
 	// Recoveries lists the slaves lost and replaced during the run.
@@ -135,6 +138,10 @@ type RBMResult struct {
 	// the settle phase (pretrain.settle), one entry per pass it trained in;
 	// recon_error keeps one per epoch, as the contract has it.
 	SettleReconError []float64 `json:"settle_recon_error,omitempty"`
+	// Probe (an extension, with pretrain.probe.rows > 0) is the RBM's
+	// snapshots over pre-training, measured on the probe set; the last is
+	// the final RBM.
+	Probe []ProbePoint `json:"probe,omitempty"`
 	// Rejected (an extension) counts, by reason, the messages the RBM's
 	// slave dropped on its input link (corrupt, foreign, shape, duplicate,
 	// gap, stale), as it last reported; absent when none.

@@ -199,11 +199,13 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 	}
 	prog := newProgress(opt.Progress, opt.Terminal, log, stageCfgs, train.N)
 	prog.mon = opt.Monitor
+	prog.probe = newProbe(cfg.Pretrain.Probe.Rows, stageCfgs, train.N)
 	defer prog.stop()
 	opt.Monitor.Pretraining(stageCfgs, train.N)
 
 	log.Info("pre-training", "mode", cfg.Pretrain.Mode, "layers", fmt.Sprint(cfg.DBN.Layers), "epochs", cfg.Pretrain.Epochs, "batch_size", cfg.Pretrain.BatchSize, "blas", blas.Name(), "threads", blas.Threads())
 	start := time.Now()
+	prog.probe.started()
 	trained, err := pretrain(ctx, cfg, opt, out, train, stageCfgs, prog)
 	prog.stop()
 	if err != nil {
@@ -225,6 +227,12 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 	}
 	for i, e := range finalRecon(trained.rbms, train.X, train.N) {
 		res.RBMs[i].FinalReconError = e
+	}
+	if prog.probe != nil {
+		res.ProbeRows = prog.probe.rows
+		for i, pts := range prog.probe.measure(trained.rbms, train.X) {
+			res.RBMs[i].Probe = pts
+		}
 	}
 	var weights []array
 	for i, r := range trained.rbms {
@@ -270,15 +278,6 @@ func monitorFinetune(ft *FinetuneResult) monitor.Finetune {
 	}
 	f.Confusion, f.PerClass, f.Classes = ft.Confusion, ft.PerClass, ft.Classes
 	return f
-}
-
-// checkpointedToo returns a Checkpointed callback that calls fn, then the
-// monitor's.
-func checkpointedToo(fn func(int, pipeline.StageState), mon *monitor.Run) func(int, pipeline.StageState) {
-	return func(rbm int, st pipeline.StageState) {
-		fn(rbm, st)
-		mon.Checkpointed(rbm, st)
-	}
 }
 
 // WorkerThreads is the number of BLAS threads, and with

@@ -373,3 +373,61 @@ sweep:
 		}
 	}
 }
+
+// A sweep of greedy against pipelined with probes: the probe section's
+// table (seconds to within 5% of greedy's final probe error) and probe.png;
+// none without probes.
+func TestWriteReportProbe(t *testing.T) {
+	t.Parallel()
+	p := plan(t, writeConfig(t, `
+data: {source: synthetic}
+dbn: {layers: [16, 8, 4]}
+pretrain: {epochs: 1, probe: {rows: 100}}
+finetune: {epochs: 0}
+sweep:
+  vary:
+    - key: pretrain.mode
+      values: [greedy, pipelined]
+`))
+	rows := fabricate(t, p)
+	if _, err := WriteReport(p, rows, ""); err != nil {
+		t.Fatal(err)
+	}
+	checkPNGs(t, p.Dir, nil, []string{plotProbe})
+	drift := func(v float64) *float64 { return &v }
+	for _, r := range rows {
+		r.Result.ProbeRows = 100
+		pts := [][]dbn.ProbePoint{
+			{{Seconds: 1, ReconError: 0.04, Drift: drift(0.3)}, {Seconds: 2, ReconError: 0.02, Drift: drift(0.1)}, {Seconds: 3, ReconError: 0.0100, Drift: drift(0)}},
+			{{Seconds: 4, ReconError: 0.03}, {Seconds: 5, ReconError: 0.0200}},
+		}
+		if r.Config.Pretrain.Mode == config.Pipelined {
+			pts = [][]dbn.ProbePoint{
+				{{Seconds: 1, ReconError: 0.03, Drift: drift(0.2)}, {Seconds: 1.5, ReconError: 0.0105, Drift: drift(0.1)}, {Seconds: 2.5, ReconError: 0.0101, Drift: drift(0)}},
+				{{Seconds: 1, ReconError: 0.05}, {Seconds: 2.5, ReconError: 0.0300}},
+			}
+		}
+		for i := range r.Result.RBMs {
+			r.Result.RBMs[i].Probe = pts[i]
+		}
+	}
+	if _, err := WriteReport(p, rows, ""); err != nil {
+		t.Fatal(err)
+	}
+	checkPNGs(t, p.Dir, []string{plotProbe}, nil)
+	b, _ := os.ReadFile(filepath.Join(p.Dir, "report.md"))
+	md := string(b)
+	for _, want := range []string{
+		"## Probe: learning over wall time",
+		"the first 100 training examples",
+		"**pipelined, whole box vs greedy, whole box**",
+		"| RBM | greedy: s to 1.05x | greedy: final | pipelined: s to 1.05x | pipelined: final |",
+		"| 1 | 3.0 | 0.01000 | 1.5 | 0.01010 |",
+		"| 2 | 5.0 | 0.02000 | - | 0.03000 |",
+		"](probe.png)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"fmt"
+
+	"github.com/pipedbn/pipedbn/rbm"
 )
 
 // Hooks are called as training goes, for progress displays and logs. Any may
@@ -12,6 +14,10 @@ type Hooks struct {
 	Window func(Stats)
 	// Epoch is called after a stage closes an epoch.
 	Epoch func(Stats)
+	// Trained, if set, is called after every window a stage trains in
+	// this process (Greedy), after Window, with the stage's RBM: it may
+	// copy the parameters, not keep or change them.
+	Trained func(Stats, *rbm.RBM)
 }
 
 func (h Hooks) window(s Stats) {
@@ -49,6 +55,9 @@ func Greedy(ctx context.Context, x []float32, n int, cfgs []StageConfig, seeds [
 					return err
 				}
 				hooks.window(st.stats)
+				if hooks.Trained != nil {
+					hooks.Trained(st.stats, st.rbm)
+				}
 				return nil
 			})
 			if err != nil {

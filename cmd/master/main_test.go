@@ -195,6 +195,8 @@ func TestBadInput(t *testing.T) {
 		{"weight decay 1", []string{"--config", write("wd.yaml", "pretrain:\n  weight_decay: 1\n")}, nil, []string{"wd.yaml", "pretrain.weight_decay = 1: must be in [0, 1)"}},
 		{"settle fraction 2", []string{"--config", write("settle.yaml", "pretrain:\n  settle: {fraction: 2}\n")}, nil, []string{"settle.yaml", "pretrain.settle.fraction = 2: must be a fraction of the run's windows in [0, 1]"}},
 		{"settle rate 0", []string{"--config", write("settle-rate.yaml", "pretrain:\n  settle: {learning_rate: 0}\n")}, nil, []string{"settle-rate.yaml", "pretrain.settle.learning_rate = 0"}},
+		{"probe rows", []string{"--config", write("probe.yaml", "pretrain:\n  probe: {rows: 20000}\n")}, nil, []string{"probe.yaml", "pretrain.probe.rows = 20000: must be in [0, 10000]"}},
+		{"probe rows negative", []string{"--config", write("ok-probe.yaml", "name: ok\n"), "--set", "pretrain.probe.rows=-1"}, nil, []string{"ok-probe.yaml", "pretrain.probe.rows = -1 (from --set pretrain.probe.rows): must be in [0, 10000]"}},
 		{"infinite finetune rate", []string{"--config", write("lr3.yaml", "finetune:\n  learning_rate: .inf\n")}, nil, []string{"lr3.yaml", "finetune.learning_rate = +Inf: must be in (0, 10]"}},
 		// 7g: a PIPEDBN_* variable that names no key is a problem.
 		{"unknown env", []string{"--config", write("env.yaml", "name: ok\n")}, []string{"PIPEDBN_PRETRAIN_EPOCH=3"}, []string{"env.yaml", "env PIPEDBN_PRETRAIN_EPOCH: names no config key (did you mean PIPEDBN_PRETRAIN_EPOCHS?)"}},
