@@ -225,13 +225,14 @@ func TestCheckMessages(t *testing.T) {
 		sets       []string
 		want       []string // nil: no error
 	}{
-		{"weights over NATS", data + "dbn: {layers: [784, 45000]}\n", nil, []string{
-			"dbn.layers = [784, 45000]: the trained weights of RBM_1 (784x45000) make a message of 135 MiB, more than the 128 MiB one may carry over NATS"}},
-		{"checkpoint over NATS", data + "dbn: {layers: [784, 25000]}\n", nil, []string{
-			"dbn.layers = [784, 25000]: a checkpoint of RBM_1 (784x25000) (W_1, biases and momentum) makes a message of 150 MiB, more than the 128 MiB one may carry over NATS; set reliability.checkpoint_every: 0"}},
-		{"no checkpoints over NATS", data + "dbn: {layers: [784, 25000]}\n", []string{"reliability.checkpoint_every=0"}, nil},
-		{"window over NATS", "data: {source: synthetic, train_limit: 60000}\ndbn: {layers: [784, 10]}\n", []string{"pretrain.k_batches=1000", "pretrain.batch_size=256"}, []string{
-			"pretrain.k_batches = 1000: a window of 1000 mini-batches of 256 rows of L_0 (784 values) makes a message of 179 MiB, more than the 128 MiB one may carry over NATS"}},
+		{"weights over NATS", data + "dbn: {layers: [784, 90000]}\n", nil, []string{
+			"dbn.layers = [784, 90000]: the trained weights of RBM_1 (784x90000) make a message of 270 MiB, more than the 256 MiB one may carry over NATS"}},
+		{"checkpoint over NATS", data + "dbn: {layers: [784, 45000]}\n", nil, []string{
+			"dbn.layers = [784, 45000]: a checkpoint of RBM_1 (784x45000) (W_1, biases and momentum) makes a message of 270 MiB, more than the 256 MiB one may carry over NATS; set reliability.checkpoint_every: 0"}},
+		{"no checkpoints over NATS", data + "dbn: {layers: [784, 45000]}\n", []string{"reliability.checkpoint_every=0"}, nil},
+		{"K = 200 over NATS", "data: {source: synthetic, train_limit: 60000}\ndbn: {layers: [784, 10]}\n", []string{"pretrain.k_batches=200", "pretrain.batch_size=256"}, nil},
+		{"window over NATS", "data: {source: synthetic, train_limit: 60000}\ndbn: {layers: [1200, 10]}\n", []string{"pretrain.k_batches=1000", "pretrain.batch_size=256"}, []string{
+			"pretrain.k_batches = 1000: a window of 1000 mini-batches of 256 rows of L_0 (1200 values) makes a message of 275 MiB, more than the 256 MiB one may carry over NATS"}},
 		{"weights in memory", data + "dbn: {layers: [784, 1500000]}\n", []string{"cluster.transport=memory"}, []string{
 			"dbn.layers = [784, 1500000]: the trained weights of RBM_1 (784x1500000) make a message of 4.39 GiB, more than the 4.00 GiB one may carry in the in-memory store"}},
 		{"windows in memory", "data: {source: synthetic, train_limit: 60000}\ndbn: {layers: [784, 10]}\n", []string{"cluster.transport=memory", "pretrain.k_batches=1000"}, nil},

@@ -156,7 +156,8 @@ type ReassemblerConfig struct {
 	MaxMessages int
 	// MaxBytes is the most memory held for incomplete messages. A message
 	// is charged its full length, plus 64 bytes per part, from its first
-	// fragment on; one that does not fit evicts the oldest. Default 256 MiB.
+	// fragment on; one that does not fit evicts the oldest. Default 512 MiB:
+	// two of the longest messages.
 	MaxBytes int64
 	// MaxTotal is the longest payload accepted. Default DefaultMaxMessage.
 	MaxTotal int
@@ -167,16 +168,17 @@ type ReassemblerConfig struct {
 }
 
 // DefaultMaxMessage is the longest message a Reassembler with default
-// limits (every NATS endpoint's) accepts: 128 MiB. A longer one is
-// rejected as too large.
-const DefaultMaxMessage = 128 << 20
+// limits (every NATS endpoint's) accepts: 256 MiB, a window of K = 200
+// mini-batches of 256 rows of 784 values (the K study's largest) and more.
+// A longer one is rejected as too large.
+const DefaultMaxMessage = 256 << 20
 
 func (c ReassemblerConfig) withDefaults() ReassemblerConfig {
 	if c.MaxMessages <= 0 {
 		c.MaxMessages = 16
 	}
 	if c.MaxBytes <= 0 {
-		c.MaxBytes = 256 << 20
+		c.MaxBytes = 2 * DefaultMaxMessage
 	}
 	if c.MaxTotal <= 0 {
 		c.MaxTotal = DefaultMaxMessage

@@ -43,8 +43,8 @@ func TestLimitsBeforeWork(t *testing.T) {
 			[]string{"huge.yaml: dbn.layers = [784, 100000000]: the master needs about "}, limit, false},
 		// Fits in memory, but its weights exceed what a NATS message carries:
 		// the master would never receive them.
-		{"weights beyond a NATS message", []string{"--config", write("wide.yaml", data+"dbn: {layers: [784, 45000]}\nreliability: {checkpoint_every: 0}\nfinetune: {epochs: 0}\n"), "--set", "pretrain.mode=pipelined"},
-			[]string{"wide.yaml: dbn.layers = [784, 45000]: the trained weights of RBM_1 (784x45000) make a message of 135 MiB, more than the 128 MiB one may carry over NATS"}, nil, false},
+		{"weights beyond a NATS message", []string{"--config", write("wide.yaml", data+"dbn: {layers: [784, 90000]}\nreliability: {checkpoint_every: 0}\nfinetune: {epochs: 0}\n"), "--set", "pretrain.mode=pipelined"},
+			[]string{"wide.yaml: dbn.layers = [784, 90000]: the trained weights of RBM_1 (784x90000) make a message of 270 MiB, more than the 256 MiB one may carry over NATS"}, nil, false},
 		// Sizes that would overflow are refused by the config's validation.
 		{"layer beyond BLAS", []string{"--config", huge, "--set", "dbn.layers=[784, 3000000000]"},
 			[]string{"huge.yaml: dbn.layers[1] = 3000000000 (from --set dbn.layers): must be at most 2147483647: BLAS takes 32-bit sizes"}, nil, false},

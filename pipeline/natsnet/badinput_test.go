@@ -192,9 +192,9 @@ func badCases() []badCase {
 			return f
 		}), messages.ErrFragment},
 		{"fragment claims an oversize total", one(func(*testing.T, string) []byte {
-			// Part 0 of 2,097,152 parts of 100 bytes: a consistent
-			// fragment of a 200 MiB message, over the 128 MiB limit.
-			return badFrag(make([]byte, 100), 7, 0, 2097152, 200<<20, 0)
+			// Part 0 of 3,145,728 parts of 100 bytes: a consistent
+			// fragment of a 300 MiB message, over the 256 MiB limit.
+			return badFrag(make([]byte, 100), 7, 0, 3145728, 300<<20, 0)
 		}), messages.ErrTooLarge},
 		{"fragment checksum mismatch", chunkFrag(func(f []byte) []byte {
 			f[len(f)-1] ^= 0x40 // a payload byte: the fragment's CRC no longer matches
