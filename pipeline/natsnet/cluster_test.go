@@ -67,7 +67,7 @@ func startCluster(t *testing.T, ids *Identities, n int) *natsCluster {
 		conf := fmt.Sprintf(`server_name: %s
 listen: 127.0.0.1:%d
 max_payload: 8MB
-max_pending: 256MB
+max_pending: 512MB
 jetstream { store_dir: %q }
 cluster {
   name: pipedbn

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/pipedbn/pipedbn/messages"
 )
 
 // Embedded is a nats-server running inside this process, on a free port of
@@ -56,8 +58,10 @@ func StartEmbeddedWith(o EmbeddedOptions) (*Embedded, error) {
 	opts.JetStream, opts.StoreDir = o.StoreDir != "", o.StoreDir
 	opts.NoLog, opts.NoSigs = true, true
 	// Windows travel in fragments of at most MaxPayload; 8 MB keeps the
-	// fragment count low for large windows.
-	opts.MaxPayload, opts.MaxPending = 8<<20, 256<<20
+	// fragment count low for large windows. MaxPending, what the server
+	// holds for a client that reads slower than it is sent to, takes two
+	// of the longest messages (messages.DefaultMaxMessage).
+	opts.MaxPayload, opts.MaxPending = 8<<20, 2*messages.DefaultMaxMessage
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats-server: %w", err)
