@@ -2,6 +2,8 @@ package experiments
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -84,8 +86,8 @@ func (a *analysis) probe(md *strings.Builder, add plotAdder) {
 		"passed up through the *final* RBMs below (as `final_recon_error`; the last point is the final RBM). **Drift**: the root mean square "+
 		"distance of what the RBM sent up at that time (the probe rows through the RBMs below as they were then) from what it sends at the "+
 		"end: the RBM above trains on that moving input. Seconds of pre-training; the first pair of each comparison.\n", cs[0].runs[0].Result.ProbeRows)
-	for _, c := range cs {
-		fmt.Fprintf(md, "\n**%s**: seconds until the RBM's probe error is within 5%% of the first run's final one (`-`: never), and its final error.\n\n", c.title)
+	for k, c := range cs {
+		fmt.Fprintf(md, "\n**(%c) %s**: seconds until the RBM's probe error is within 5%% of the first run's final one (`-`: never), and its final error.\n\n", 'a'+k, c.title)
 		md.WriteString("| RBM |")
 		for _, n := range c.names {
 			fmt.Fprintf(md, " %s: s to 1.05x | %s: final |", n, n)
@@ -114,6 +116,7 @@ func (a *analysis) probe(md *strings.Builder, add plotAdder) {
 		}
 	}
 	png, err := probePlot(cs)
+	md.WriteString("\nIn `probe.png`, two rows of panels per comparison, (a), (b), ...: each RBM's probe error (log scale), then the drift of its middle results.\n")
 	add(plotProbe, "probe error and drift of each RBM over wall time", png, err)
 }
 
@@ -121,11 +124,11 @@ func (a *analysis) probe(md *strings.Builder, add plotAdder) {
 // (log scale), then the drift of its middle results.
 func probePlot(cs []probeComparison) ([]byte, error) {
 	var grid [][]*plot.Plot
-	for _, c := range cs {
+	for k, c := range cs {
 		var errs, drifts []*plot.Plot
 		for i := range c.runs[0].Result.RBMs {
-			pe := newPlot(fmt.Sprintf("RBM %d error · %s", i+1, c.title), "seconds", "probe recon. error", true)
-			pd := newPlot(fmt.Sprintf("RBM %d drift · %s", i+1, c.title), "seconds", "drift of middle results", true)
+			pe := newPlot(fmt.Sprintf("(%c) RBM %d: probe error", 'a'+k, i+1), "seconds", "recon. error", true)
+			pd := newPlot(fmt.Sprintf("(%c) RBM %d: drift of its middle results", 'a'+k, i+1), "seconds", "RMS from final", true)
 			var es, ds []series
 			for k, r := range c.runs {
 				if i >= len(r.Result.RBMs) {
@@ -143,7 +146,7 @@ func probePlot(cs []probeComparison) ([]byte, error) {
 			if err := addSeries(pe, es); err != nil {
 				return nil, err
 			}
-			pe.Y.Scale, pe.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+			pe.Y.Scale, pe.Y.Tick.Marker = plot.LogScale{}, logTicks125{}
 			pe.Legend.Top = true
 			errs = append(errs, pe)
 			if i < len(c.runs[0].Result.RBMs)-1 {
@@ -162,3 +165,29 @@ func probePlot(cs []probeComparison) ([]byte, error) {
 
 // finalProbe is an RBM's last probe point's error (its final RBM's).
 func finalProbe(b dbn.RBMResult) float64 { return b.Probe[len(b.Probe)-1].ReconError }
+
+// logTicks125 labels a log axis at 1, 2 and 5 times the powers of ten (a
+// range inside one decade still gets labels), with unlabelled minor ticks
+// at the other whole multiples.
+type logTicks125 struct{}
+
+func (logTicks125) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0 && hi >= lo) {
+		return nil
+	}
+	var ts []plot.Tick
+	for p := math.Pow(10, math.Floor(math.Log10(lo))); p <= hi; p *= 10 {
+		for m := 1; m < 10; m++ {
+			v := float64(m) * p
+			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = strconv.FormatFloat(v, 'g', 3, 64)
+			}
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}

@@ -420,7 +420,7 @@ sweep:
 	for _, want := range []string{
 		"## Probe: learning over wall time",
 		"the first 100 training examples",
-		"**pipelined, whole box vs greedy, whole box**",
+		"**(a) pipelined, whole box vs greedy, whole box**",
 		"| RBM | greedy: s to 1.05x | greedy: final | pipelined: s to 1.05x | pipelined: final |",
 		"| 1 | 3.0 | 0.01000 | 1.5 | 0.01010 |",
 		"| 2 | 5.0 | 0.02000 | - | 0.03000 |",
