@@ -192,3 +192,12 @@ var barColors = []color.Color{
 	color.RGBA{R: 239, G: 108, B: 0, A: 255},
 	color.RGBA{R: 176, G: 176, B: 176, A: 255},
 }
+
+// panelTag names the i-th group of a plot's panels, 0-based, as its
+// section in report.md does: (a), (b), ..., (z), (27), ...
+func panelTag(i int) string {
+	if i < 26 {
+		return "(" + string(rune('a'+i)) + ")"
+	}
+	return fmt.Sprintf("(%d)", i+1)
+}

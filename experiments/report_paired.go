@@ -267,10 +267,8 @@ func (a *analysis) paired(md *strings.Builder, add plotAdder) {
 		"quantile of Student's t with n−1 degrees of freedom. An interval without 0 (a ratio's, without 1) is a difference the pairs resolve.\n")
 	var panels [][]*plot.Plot
 	var plotErr error
-	for _, g := range groups {
-		if g.label != "" {
-			fmt.Fprintf(md, "\n### %s\n\n", g.label)
-		}
+	for gi, g := range groups {
+		fmt.Fprintf(md, "\n### %s %s\n\n", panelTag(gi), g.label)
 		n := len(g.finished)
 		fmt.Fprintf(md, "%d of %d pairs finished.", n, g.planned)
 		switch n {
@@ -320,7 +318,7 @@ func (a *analysis) paired(md *strings.Builder, add plotAdder) {
 			if i == maxGrid {
 				break
 			}
-			p, err := differencePanel(g.label, q, vs[i])
+			p, err := differencePanel(panelTag(gi), q, vs[i])
 			if err != nil {
 				plotErr = err
 				break
@@ -337,18 +335,14 @@ func (a *analysis) paired(md *strings.Builder, add plotAdder) {
 		png, plotErr = renderGrid(panels, 9*vg.Centimeter, 7*vg.Centimeter)
 	}
 	md.WriteString("\nEach pair's difference pipelined − greedy, with the mean difference and its 95% confidence interval " +
-		"(groups of two pairs or more):\n")
+		"(groups of two pairs or more; a row of panels per group, tagged as its section above):\n")
 	add(plotPaired, "paired differences pipelined - greedy with mean and 95% confidence interval", png, plotErr)
 }
 
 // differencePanel plots v's differences pair by pair with their mean, its
-// confidence interval and zero.
-func differencePanel(group string, q pairedQuantity, v pairedValues) (*plot.Plot, error) {
-	title := q.name
-	if group != "" {
-		title = group + "\n" + q.name
-	}
-	p := newPlot(title, "pair", "pipelined - greedy", true)
+// confidence interval and zero; tag names the group's section.
+func differencePanel(tag string, q pairedQuantity, v pairedValues) (*plot.Plot, error) {
+	p := newPlot(tag+" "+q.name, "pair", "pipelined - greedy", true)
 	n := float64(len(v.difference))
 	across := func(y float64) plotter.XYs { return plotter.XYs{{X: -0.5, Y: y}, {X: n - 0.5, Y: y}} }
 	zero, err := plotter.NewLine(across(0))

@@ -87,7 +87,7 @@ func (a *analysis) probe(md *strings.Builder, add plotAdder) {
 		"distance of what the RBM sent up at that time (the probe rows through the RBMs below as they were then) from what it sends at the "+
 		"end: the RBM above trains on that moving input. Seconds of pre-training; the first pair of each comparison.\n", cs[0].runs[0].Result.ProbeRows)
 	for k, c := range cs {
-		fmt.Fprintf(md, "\n**(%c) %s**: seconds until the RBM's probe error is within 5%% of the first run's final one (`-`: never), and its final error.\n\n", 'a'+k, c.title)
+		fmt.Fprintf(md, "\n**%s %s**: seconds until the RBM's probe error is within 5%% of the first run's final one (`-`: never), and its final error.\n\n", panelTag(k), c.title)
 		md.WriteString("| RBM |")
 		for _, n := range c.names {
 			fmt.Fprintf(md, " %s: s to 1.05x | %s: final |", n, n)
@@ -127,8 +127,8 @@ func probePlot(cs []probeComparison) ([]byte, error) {
 	for k, c := range cs {
 		var errs, drifts []*plot.Plot
 		for i := range c.runs[0].Result.RBMs {
-			pe := newPlot(fmt.Sprintf("(%c) RBM %d: probe error", 'a'+k, i+1), "seconds", "recon. error", true)
-			pd := newPlot(fmt.Sprintf("(%c) RBM %d: drift of its middle results", 'a'+k, i+1), "seconds", "RMS from final", true)
+			pe := newPlot(fmt.Sprintf("%s RBM %d: probe error", panelTag(k), i+1), "seconds", "recon. error", true)
+			pd := newPlot(fmt.Sprintf("%s RBM %d: drift of its middle results", panelTag(k), i+1), "seconds", "RMS from final", true)
 			var es, ds []series
 			for k, r := range c.runs {
 				if i >= len(r.Result.RBMs) {

@@ -273,7 +273,7 @@ sweep:
 	if want := "| test accuracy (%) | 5 | 89.32 ± 0.33 | 89.37 ± 0.29 | pipelined − greedy | +0.05 | 0.18 | [-0.17, +0.27] |"; accRow != want {
 		t.Fatalf("the test's own expectation %q; want %q", accRow, want)
 	}
-	k5, k10 := "### pipelined, whole box vs greedy, whole box · pretrain.k_batches=5", "### pipelined, whole box vs greedy, whole box · pretrain.k_batches=10"
+	k5, k10 := "### (a) pipelined, whole box vs greedy, whole box · pretrain.k_batches=5", "### (b) pipelined, whole box vs greedy, whole box · pretrain.k_batches=10"
 	for _, want := range []string{
 		"## Pipelined vs greedy, paired",
 		k5 + "\n\n5 of 5 pairs finished.\n",
