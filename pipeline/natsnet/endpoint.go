@@ -24,6 +24,8 @@ type delivery struct {
 	rejected bool
 	reason   messages.RejectReason
 	link     bool // the rejected input came on a data subject
+	// arriving: a part of a window came, not the whole yet.
+	arriving bool
 	size     int
 }
 
@@ -119,7 +121,12 @@ func (ep *endpoint) receive(re *messages.Reassembler, f family, msg *nats.Msg) {
 	}
 	payload, err := re.Add(msg.Data)
 	if payload == nil && err == nil {
-		return // a part of a message, or a duplicate
+		// A part of a message, or a duplicate. A window's part says that
+		// the window is on its way.
+		if f.name == windows.name {
+			ep.deliver(delivery{arriving: true, link: true})
+		}
+		return
 	}
 	var m messages.Message
 	if err == nil {

@@ -229,9 +229,12 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 		select {
 		case d := <-ep.inbox:
 			ep.take(d)
-			if d.rejected {
+			switch {
+			case d.arriving:
+				// The master consumes no windows.
+			case d.rejected:
 				pm.Rejected(d.reason)
-			} else {
+			default:
 				pm.Receive(ep.now(), d.env)
 			}
 		case next <- op:

@@ -250,6 +250,8 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 		case d := <-ep.inbox:
 			ep.take(d)
 			switch {
+			case d.arriving:
+				s.Arriving(ep.now())
 			case d.rejected && d.link:
 				s.Rejected(d.reason)
 			case d.rejected:

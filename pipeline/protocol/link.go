@@ -301,6 +301,12 @@ func (c *Consumer) gap(now time.Duration) []Envelope {
 // became a message: a fragment or payload that could not be read.
 func (c *Consumer) Reject(reason messages.RejectReason) { c.stats.Rejected.Add(reason) }
 
+// Arriving notes that a part of a window arrived on this link, the rest
+// yet to come: a long window (K = 200 is 153 MiB) takes seconds to arrive,
+// and it is not silence, so the consumer waits ResendAfter from its last
+// part before it asks for the window again.
+func (c *Consumer) Arriving(now time.Duration) { c.lastData = now }
+
 // Ready reports whether a window is waiting to be trained.
 func (c *Consumer) Ready() bool { return len(c.queue) > 0 }
 

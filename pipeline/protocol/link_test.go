@@ -588,6 +588,36 @@ func TestConsumerTick(t *testing.T) {
 	}
 }
 
+// TestConsumerArriving: parts of a long window arriving are not silence:
+// the consumer asks for the window again only ResendAfter after the last
+// part, not after the last whole window.
+func TestConsumerArriving(t *testing.T) {
+	t.Parallel()
+	c := consumer(0, true)
+	start := 10 * time.Second
+	c.Start(start)
+	resend := func(at float64) bool {
+		for _, e := range c.Tick(start + sec(at)) {
+			if creditOf(t, "Tick", []Envelope{e}).Resend {
+				return true
+			}
+		}
+		return false
+	}
+	for _, at := range []float64{0.3, 0.8, 1.3, 1.8} {
+		c.Arriving(start + sec(at))
+		if resend(at + 0.1) {
+			t.Fatalf("a resend asked %.1fs after the start, with a part arrived at %.1fs", at+0.1, at)
+		}
+	}
+	if resend(2.7) {
+		t.Errorf("a resend 0.9s after the last part; want none before ResendAfter (1s)")
+	}
+	if !resend(2.8) {
+		t.Errorf("no resend 1s after the last part; want one")
+	}
+}
+
 func TestConsumerTrainedGrants(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

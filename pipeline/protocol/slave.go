@@ -183,6 +183,14 @@ func (s *Slave) Rejected(reason messages.RejectReason) {
 	}
 }
 
+// Arriving notes that a part of a window arrived on the slave's input link
+// (see Consumer.Arriving).
+func (s *Slave) Arriving(now time.Duration) {
+	if s.in != nil {
+		s.in.Arriving(now)
+	}
+}
+
 func (s *Slave) send(to string, m messages.Message) {
 	s.out.Messages = append(s.out.Messages, Envelope{From: s.cfg.Name, To: to, Msg: m})
 }
