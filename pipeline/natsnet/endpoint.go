@@ -78,12 +78,12 @@ func (ep *endpoint) subscribe(subject string, f family) error {
 	if err != nil {
 		return err
 	}
-	if f.name != windows.name {
-		// Reports carry checkpoints and weights of several slaves at once;
-		// windows are bounded by credits instead.
-		if err := sub.SetPendingLimits(-1, -1); err != nil {
-			return err
-		}
+	// No client-side limit (nats.go's default, 64 MiB, is less than one long
+	// window, and drops what exceeds it): reports carry checkpoints and
+	// weights of several slaves at once, and the windows in flight are
+	// bounded by credits (protocol.LinkCredits).
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		return err
 	}
 	ep.subs[subject] = sub
 	return nil
@@ -155,6 +155,20 @@ func (ep *endpoint) deliver(d delivery) {
 	case ep.inbox <- d:
 	case <-ep.done:
 		ep.queued.Add(-int64(d.size))
+	}
+}
+
+// drain hands fn what waits in the inbox now. A loop calls it before its
+// clock judges silences: what arrived while it was busy (a long window
+// sent) was not silence.
+func (ep *endpoint) drain(fn func(delivery)) {
+	for {
+		select {
+		case d := <-ep.inbox:
+			fn(d)
+		default:
+			return
+		}
 	}
 }
 

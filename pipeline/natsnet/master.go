@@ -206,6 +206,17 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 			}
 		}
 	}
+	receive := func(d delivery) {
+		ep.take(d)
+		switch {
+		case d.arriving:
+			// The master consumes no windows.
+		case d.rejected:
+			pm.Rejected(d.reason)
+		default:
+			pm.Receive(ep.now(), d.env)
+		}
+	}
 	tick := time.NewTicker(tickEvery)
 	defer tick.Stop()
 	interrupt := ctx.Done()
@@ -228,15 +239,7 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 		}
 		select {
 		case d := <-ep.inbox:
-			ep.take(d)
-			switch {
-			case d.arriving:
-				// The master consumes no windows.
-			case d.rejected:
-				pm.Rejected(d.reason)
-			default:
-				pm.Receive(ep.now(), d.env)
-			}
+			receive(d)
 		case next <- op:
 			queue, busy = queue[1:], true
 		case d := <-stored:
@@ -256,6 +259,7 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 		case err := <-respawnErrs:
 			pm.Abort(ep.now(), err)
 		case <-tick.C:
+			ep.drain(receive)
 			pm.Tick(ep.now())
 		case <-interrupt:
 			interrupt = nil

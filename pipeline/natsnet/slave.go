@@ -232,6 +232,20 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 	tick := time.NewTicker(tickEvery)
 	defer tick.Stop()
 	interrupt := ctx.Done()
+	receive := func(d delivery) {
+		ep.take(d)
+		switch {
+		case d.arriving:
+			s.Arriving(ep.now())
+		case d.rejected && d.link:
+			s.Rejected(d.reason)
+		case d.rejected:
+			// Unreadable control or credit input: logged, it counts
+			// against no input link.
+		default:
+			s.Receive(ep.now(), d.env)
+		}
+	}
 	s.Start(ep.now())
 	for {
 		if err := flush(); err != nil {
@@ -248,22 +262,12 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 		}
 		select {
 		case d := <-ep.inbox:
-			ep.take(d)
-			switch {
-			case d.arriving:
-				s.Arriving(ep.now())
-			case d.rejected && d.link:
-				s.Rejected(d.reason)
-			case d.rejected:
-				// Unreadable control or credit input: logged, it counts
-				// against no input link.
-			default:
-				s.Receive(ep.now(), d.env)
-			}
+			receive(d)
 		case err := <-trained:
 			training = false
 			s.Trained(ep.now(), err)
 		case <-tick.C:
+			ep.drain(receive)
 			s.Tick(ep.now())
 		case <-interrupt:
 			interrupt = nil

@@ -533,7 +533,7 @@ func (m *Master) neighbours(i int) (up, down string) {
 func (m *Master) assignment(i int) *messages.Assign {
 	up, down := m.neighbours(i)
 	c := m.cfg
-	a := assignment(c.Run, c.Stages[i-1], m.L, c.N, c.Credits, c.CheckpointEvery, up, down)
+	a := assignment(c.Run, c.Stages[i-1], m.L, c.N, LinkCredits(c.Credits, c.Stages[i-1], c.N), c.CheckpointEvery, up, down)
 	a.Process = m.seats[i].process.process
 	return a
 }
@@ -632,4 +632,20 @@ func (m *Master) Trained() []Trained {
 		})
 	}
 	return out
+}
+
+// WindowBudget bounds the bytes of the windows in flight on one link, what
+// a slave and its NATS server may hold for it at once: 256 MiB.
+const WindowBudget = 256 << 20
+
+// LinkCredits is the credits of the link into stage cfg of a run over n
+// rows: credits, fewer for long windows (as many as fit in WindowBudget,
+// at least one). A window of K = 200 quickstart mini-batches (153 MiB)
+// travels alone, one of K = 10 (7.7 MiB) with the configured four.
+func LinkCredits(credits int, cfg pipeline.StageConfig, n int) int {
+	window := int64(min(cfg.K*cfg.BatchSize, n)) * int64(cfg.Visible) * 4
+	if window <= 0 {
+		return credits
+	}
+	return int(max(1, min(int64(credits), WindowBudget/window)))
 }

@@ -1300,3 +1300,23 @@ func TestMasterRelinksAResumingReplacementWhole(t *testing.T) {
 	}
 	r.wantAssign(out.Messages[4], 3, "s3", "s8", "", false)
 }
+
+// TestLinkCredits: long windows get fewer credits, as many as fit in
+// WindowBudget and at least one.
+func TestLinkCredits(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		visible, k, n, want int
+	}{
+		{784, 10, 60000, 4},   // 7.7 MiB windows: the configured credits
+		{784, 200, 60000, 1},  // 153 MiB: alone
+		{500, 200, 60000, 2},  // 98 MiB: two
+		{784, 1000, 60000, 1}, // all 60,000 rows, 179 MiB
+		{784, 200, 100, 4},    // a small data set: its rows, not K's
+	} {
+		cfg := pipeline.StageConfig{Visible: tc.visible, K: tc.k, BatchSize: 256}
+		if got := LinkCredits(4, cfg, tc.n); got != tc.want {
+			t.Errorf("LinkCredits(4, %d visible, K %d, %d rows) = %d; want %d", tc.visible, tc.k, tc.n, got, tc.want)
+		}
+	}
+}
