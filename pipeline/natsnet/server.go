@@ -62,6 +62,10 @@ func StartEmbeddedWith(o EmbeddedOptions) (*Embedded, error) {
 	// holds for a client that reads slower than it is sent to, takes two
 	// of the longest messages (messages.DefaultMaxMessage).
 	opts.MaxPayload, opts.MaxPending = 8<<20, 2*messages.DefaultMaxMessage
+	// A slave capped to a fraction of a CPU, training, reads a long window
+	// slowly: give it a minute, not nats-server's 10 s, before its
+	// connection is closed as a slow consumer.
+	opts.WriteDeadline = time.Minute
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats-server: %w", err)
