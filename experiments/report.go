@@ -68,10 +68,11 @@ func WriteReport(plan *SweepPlan, rows []SweepRow, regenerate string) ([]string,
 	a.accuracy(&md, addPlot)
 	a.recon(&md, addPlot)
 	a.probe(&md, addPlot)
+	a.axis(&md, addPlot)
 	a.paired(&md, addPlot)
 	a.runList(&md)
 
-	for _, name := range []string{plotTime, plotSpeedup, plotAccuracy, plotRecon, plotProbe, plotBusy, plotSim, plotPaired} {
+	for _, name := range []string{plotTime, plotSpeedup, plotAccuracy, plotRecon, plotProbe, plotAxis, plotBusy, plotSim, plotPaired} {
 		path := filepath.Join(plan.Dir, name)
 		png, ok := plots[name]
 		if !ok {

@@ -431,3 +431,65 @@ sweep:
 		}
 	}
 }
+
+// A sweep of the mode and one numeric key (the K study): the section by
+// that key, with each value's times, speed-up and error ratios, and its
+// plot; none where a second key is swept.
+func TestWriteReportAxis(t *testing.T) {
+	t.Parallel()
+	p := plan(t, writeConfig(t, `
+data: {source: synthetic}
+dbn: {layers: [16, 8, 4]}
+pretrain: {epochs: 1}
+finetune: {epochs: 0}
+sweep:
+  vary:
+    - key: pretrain.mode
+      values: [greedy, pipelined]
+    - key: pretrain.k_batches
+      values: [200, 5, 1]
+`))
+	rows := fabricate(t, p)
+	for _, r := range rows {
+		r.Result.PretrainSeconds, r.Result.RBMs[1].FinalReconError = 100, 0.02
+		if r.Config.Pretrain.Mode == config.Pipelined {
+			k := float64(r.Config.Pretrain.KBatches)
+			r.Result.PretrainSeconds, r.Result.RBMs[1].FinalReconError = 50+k/4, 0.02*(1+k/1000)
+		}
+	}
+	if _, err := WriteReport(p, rows, ""); err != nil {
+		t.Fatal(err)
+	}
+	checkPNGs(t, p.Dir, []string{plotAxis}, nil)
+	b, _ := os.ReadFile(filepath.Join(p.Dir, "report.md"))
+	md := string(b)
+	for _, want := range []string{
+		"## Pipelined against greedy, by `pretrain.k_batches`",
+		"| `pretrain.k_batches` | pairs | pipelined s | greedy s | speed-up | RBM_1 / greedy | RBM_2 / greedy | test accuracy pipelined − greedy (points) |",
+		"| 1 | 1 | 50.2 | 100.0 | 1.99 | 1.000 | 1.001 | |\n| 5 | 1 | 51.2 | 100.0 | 1.95 | 1.000 | 1.005 | |\n| 200 | 1 | 100.0 | 100.0 | 1.00 | 1.000 | 1.200 | |",
+		"](against_key.png)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	// Two keys besides the mode: no such section.
+	p2 := plan(t, writeConfig(t, `
+data: {source: synthetic}
+dbn: {layers: [16, 8, 4]}
+pretrain: {epochs: 1}
+finetune: {epochs: 0}
+sweep:
+  vary:
+    - key: pretrain.mode
+      values: [greedy, pipelined]
+    - key: pretrain.k_batches
+      values: [5, 1]
+    - key: seed
+      values: [1, 2]
+`))
+	if _, err := WriteReport(p2, fabricate(t, p2), ""); err != nil {
+		t.Fatal(err)
+	}
+	checkPNGs(t, p2.Dir, nil, []string{plotAxis})
+}
