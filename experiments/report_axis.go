@@ -22,7 +22,7 @@ const plotAxis = "against_key.png"
 // axisPoint is one value of the swept key: the means over its finished
 // pairs.
 type axisPoint struct {
-	x, label          string
+	x                 string
 	value             float64
 	pairs             int
 	pipelined, greedy float64   // pre-training seconds

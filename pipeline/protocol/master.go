@@ -634,9 +634,10 @@ func (m *Master) Trained() []Trained {
 	return out
 }
 
-// WindowBudget bounds the bytes of the windows in flight on one link, what
-// a slave and its NATS server may hold for it at once: 256 MiB.
-const WindowBudget = 256 << 20
+// WindowBudget bounds the bytes of the windows in flight on one link: the
+// longest message (256 MiB), so that what a NATS server holds for a slow
+// reader (two of them) has room for a window sent again.
+const WindowBudget = messages.DefaultMaxMessage
 
 // LinkCredits is the credits of the link into stage cfg of a run over n
 // rows: credits, fewer for long windows (as many as fit in WindowBudget,
