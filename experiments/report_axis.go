@@ -8,8 +8,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
-
-	"github.com/pipedbn/pipedbn/config"
 )
 
 // The report's section for a sweep of pretrain.mode and one numeric key
@@ -52,14 +50,13 @@ func (a *analysis) axisKey() (int, bool) {
 
 func (a *analysis) axisPoints(k int) []axisPoint {
 	var pts []axisPoint
-	for i := range a.rows {
-		p := &a.rows[i]
-		if p.Config.Pretrain.Mode != config.Pipelined {
-			continue
-		}
-		g := a.greedyPartner(p)
-		pr := pair{greedy: g, pipelined: p}
-		if g == nil || !pr.finished() || len(g.Result.RBMs) != len(p.Result.RBMs) {
+	var finished []pair
+	for _, g := range a.pairGroups() {
+		finished = append(finished, g.finished...)
+	}
+	for _, pr := range finished {
+		p, g := pr.pipelined, pr.greedy
+		if len(g.Result.RBMs) != len(p.Result.RBMs) {
 			continue
 		}
 		x := p.Values[k]
