@@ -23,6 +23,7 @@ import (
 	"github.com/pipedbn/pipedbn/finetune"
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // processOverhead is what a pipedbn process holds beyond its estimate: the
@@ -163,6 +164,9 @@ func estimateRun(cfg *config.Config) runEstimate {
 		f := pipeline.Flow{
 			RBMs: len(stages), Rows: nTrain, Credits: cl.Credits,
 			CheckpointEvery: cfg.Reliability.CheckpointEvery, Wire: !e.inProcess,
+		}
+		for _, s := range stages {
+			f.LinkCredits = append(f.LinkCredits, protocol.LinkCredits(cl.Credits, s, nTrain))
 		}
 		pretraining = pipeline.MasterMemory(stages, f)
 		if f.CheckpointEvery > 0 && cfg.Reliability.SaveEvery > 0 {

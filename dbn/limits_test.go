@@ -275,3 +275,27 @@ func TestLayersText(t *testing.T) {
 		t.Errorf("layersText = %q; want %q", got, want)
 	}
 }
+
+// TestEstimateCountsLinkCredits checks that the estimate counts the
+// credits the master grants each link: with K = 200 a window of data is
+// 153 MiB, so the link into RBM_1 gets 1 credit of the 4 configured
+// (protocol.LinkCredits), and RBM_1's slave holds 2 data windows (the
+// credited one and the one being reassembled), not 5.
+func TestEstimateCountsLinkCredits(t *testing.T) {
+	cfg := loadConfig(t, `
+name: long-windows
+data: {source: synthetic, train_limit: 60000}
+dbn: {layers: [784, 500, 500, 2000]}
+pretrain: {k_batches: 200}
+`)
+	window := int64(4 * 200 * 256 * 784)
+	for _, p := range estimateRun(cfg).slaves[0].Parts {
+		if strings.HasPrefix(p.What, "windows of 200 mini-batches of L_0") {
+			if !strings.Contains(p.What, "1 credits") || p.Bytes < 2*window || p.Bytes > 2*(window+4*784) {
+				t.Errorf("%s: %d B; want 1 credit, 2 windows of %d B", p.What, p.Bytes, window)
+			}
+			return
+		}
+	}
+	t.Errorf("no input windows in RBM_1's estimate: %v", estimateRun(cfg).slaves[0])
+}

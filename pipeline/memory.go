@@ -174,6 +174,10 @@ type Flow struct {
 	// Credits is the windows a consumer grants its producer beyond those
 	// it trained (cluster.credits).
 	Credits int
+	// LinkCredits, if set, holds the credits of each link as the master
+	// grants them, LinkCredits[i-1] those of the link into RBM_i: fewer than
+	// Credits where its windows are long (protocol.LinkCredits).
+	LinkCredits []int
 	// CheckpointEvery is C, the windows between a slave's checkpoints; 0:
 	// none (reliability.checkpoint_every).
 	CheckpointEvery int
@@ -192,12 +196,29 @@ type Flow struct {
 // the one it holds for credit), as the keep points move top down (see
 // protocol's updateKeeps).
 func (f Flow) kept(j int, total int64) int64 {
-	credits := int64(max(f.Credits, 0))
+	credits := f.credits(j)
 	if f.CheckpointEvery <= 0 {
 		return min(credits+1, total)
 	}
-	lag := mulSat(int64(max(f.RBMs-j, 0)), credits+2)
-	return min(addSat(addSat(credits+1, lag), 2*int64(f.CheckpointEvery)), total)
+	return min(addSat(addSat(credits+1, f.lag(j)), 2*int64(f.CheckpointEvery)), total)
+}
+
+// credits returns the credits of the link into RBM_i.
+func (f Flow) credits(i int) int64 {
+	if i >= 1 && i <= len(f.LinkCredits) {
+		return int64(max(f.LinkCredits[i-1], 0))
+	}
+	return int64(max(f.Credits, 0))
+}
+
+// lag bounds the windows the RBMs above RBM_i lag behind it: each up to
+// its credit, the window it trains and the one it holds for credit.
+func (f Flow) lag(i int) int64 {
+	var l int64
+	for k := i + 1; k <= f.RBMs; k++ {
+		l = addSat(l, f.credits(k)+2)
+	}
+	return l
 }
 
 // storedCheckpoints bounds the checkpoints of RBM_i a master keeps in a
@@ -210,7 +231,7 @@ func (f Flow) storedCheckpoints(i int, total int64) int64 {
 	if c <= 0 {
 		return 0
 	}
-	lag := addSat(mulSat(int64(max(f.RBMs-i, 0)), int64(max(f.Credits, 0))+2), c)
+	lag := addSat(f.lag(i), c)
 	return min((lag+c-1)/c+1, total/c+1)
 }
 
@@ -224,11 +245,11 @@ func (f Flow) storedCheckpoints(i int, total int64) int64 {
 func (c StageConfig) SlaveMemory(f Flow) Memory {
 	m := c.TrainerMemory()
 	i, total := c.Index, c.runWindows(f.Rows)
-	in := min(int64(max(f.Credits, 0)), total)
+	in := min(f.credits(i), total)
 	if f.Wire {
 		in++ // the next window, reassembled from its fragments
 	}
-	m.Add(fmt.Sprintf("windows of %d mini-batches of L_%d (RBM_%d's input, cluster.credits = %d)", c.K, i-1, i, f.Credits), mulSat(in, c.window(f.Rows, c.Visible)))
+	m.Add(fmt.Sprintf("windows of %d mini-batches of L_%d (RBM_%d's input, %d credits)", c.K, i-1, i, f.credits(i)), mulSat(in, c.window(f.Rows, c.Visible)))
 	if i < f.RBMs {
 		out := addSat(f.kept(i+1, total), 2)
 		if f.Wire {

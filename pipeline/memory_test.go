@@ -99,6 +99,20 @@ func TestFlowBounds(t *testing.T) {
 			t.Errorf("C = %d: storedCheckpoints(%d) = %d; want %d", tc.c, tc.i, got, tc.checkpoint)
 		}
 	}
+	// Links of long windows get fewer credits (protocol.LinkCredits): those
+	// into RBM_1..RBM_4 1, 2, 4 and 3 here. RBM_1's producer keeps its 1
+	// credit and the window in flight, what RBM_2..RBM_4 lag behind it
+	// (4 + 6 + 5) and 2C; 15 windows lag behind RBM_1's checkpoint.
+	perLink := Flow{RBMs: 4, Rows: 60000, Credits: 4, LinkCredits: []int{1, 2, 4, 3}, CheckpointEvery: 5}
+	if got, want := perLink.kept(1, 1000), int64(2+15+10); got != want {
+		t.Errorf("per-link credits: kept(1) = %d; want %d", got, want)
+	}
+	if got, want := perLink.storedCheckpoints(1, 1000), int64((15+5+4)/5+1); got != want {
+		t.Errorf("per-link credits: storedCheckpoints(1) = %d; want %d", got, want)
+	}
+	if got, want := perLink.kept(4, 1000), int64(4+0+10); got != want {
+		t.Errorf("per-link credits: kept(4) = %d; want %d", got, want)
+	}
 	// No link holds more windows than the run has.
 	f := Flow{RBMs: 4, Rows: 60000, Credits: 1000, CheckpointEvery: 5}
 	if got := f.kept(1, 7); got != 7 {
@@ -127,6 +141,12 @@ func TestSlaveMemoryParts(t *testing.T) {
 	want = trainer + 5*win(784) + 25*win(500) + 6*p
 	if got := wire.Total(); got != want {
 		t.Errorf("over the wire: %d; want %d\n%v", got, want, wire)
+	}
+	// A link of fewer credits lets fewer input windows wait.
+	f.LinkCredits = []int{1, 4, 4}
+	want = trainer + 2*win(784) + 25*win(500) + 6*p
+	if got := c.SlaveMemory(f).Total(); got != want {
+		t.Errorf("over the wire, 1 credit: %d; want %d\n%v", got, want, c.SlaveMemory(f))
 	}
 	// The top RBM keeps no middle results.
 	top := StageConfig{Index: 3, Visible: 500, Hidden: 2000, BatchSize: 256, K: 10, Epochs: 20}
