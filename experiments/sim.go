@@ -49,8 +49,12 @@ type SimJob struct {
 	// Windows each RBM trains, over all epochs.
 	Windows int
 	// Settle is the windows of the pipelined settle phase after them
-	// (pipeline.Settle), which the pipelined schedules replay as trained.
+	// (pipeline.Settle): RBM_i+1 trains the first i·F of them, F =
+	// Settle/(L-1), and forwards the rest, frozen, as greedy's transform
+	// does (Transform over the EpochWindows windows of an epoch).
 	Settle int
+	// EpochWindows is the windows of one epoch.
+	EpochWindows int
 	// InBytes is the size of one data window the master streams to RBM_1.
 	InBytes float64
 	// Credits bounds the windows in flight on each link (cluster.credits).
@@ -72,10 +76,21 @@ func (j SimJob) inBytes(i int) float64 {
 	return j.Stages[i-1].OutBytes
 }
 
-// windowCost is the seconds RBM_i's machine takes per window in the
-// pipelined schedule: training plus handling its messages.
-func (j SimJob) windowCost(i int) float64 {
-	return j.Stages[i].Compute + j.ByteCost*(j.inBytes(i)+j.Stages[i].OutBytes)
+// windowCost is the seconds RBM_i's machine takes for window v in the
+// pipelined schedule: training it, or in the settle phase past its part
+// forwarding it, plus handling its messages.
+func (j SimJob) windowCost(i, v int) float64 {
+	return j.compute(i, v) + j.ByteCost*(j.inBytes(i)+j.Stages[i].OutBytes)
+}
+
+// compute is the seconds RBM_i spends on window v: Compute for a window it
+// trains, its share of the transform for one it forwards, frozen.
+func (j SimJob) compute(i, v int) float64 {
+	s := j.Stages[i]
+	if l := len(j.Stages); l < 2 || v < j.Windows+i*(j.Settle/(l-1)) || j.EpochWindows < 1 {
+		return s.Compute
+	}
+	return s.Transform / float64(j.EpochWindows)
 }
 
 // SimResult is a simulated pipelined pre-training.
@@ -118,7 +133,9 @@ func (j SimJob) Greedy() float64 {
 func (j SimJob) OneMachine() float64 {
 	t := j.Overhead
 	for i := range j.Stages {
-		t += j.windowCost(i) * float64(j.Windows+j.Settle)
+		for v := range j.Windows + j.Settle {
+			t += j.windowCost(i, v)
+		}
 	}
 	return t
 }
@@ -157,8 +174,8 @@ func (j SimJob) Pipelined(net SimNetwork) SimResult {
 		feedFree = send
 		for i, s := range j.Stages {
 			begin := math.Max(free[i], arrive)
-			finish[i][v] = begin + j.windowCost(i)
-			res.Busy[i] += s.Compute
+			finish[i][v] = begin + j.windowCost(i, v)
+			res.Busy[i] += j.compute(i, v)
 			free[i], done[i][v] = finish[i][v], finish[i][v]
 			if i == l-1 {
 				break
@@ -185,15 +202,15 @@ func (j SimJob) Pipelined(net SimNetwork) SimResult {
 	return res
 }
 
-// windowsOf returns the windows each RBM of cfg trains on n examples in its
-// epochs, and those of the pipelined settle phase after them (where the
-// lower RBMs, frozen, only forward: the replay counts them as trained, an
-// overestimate).
-func windowsOf(cfg *config.Config, n int) (epochs, settle int) {
+// windowsOf returns the windows of an epoch of cfg on n examples, those
+// each RBM trains in its epochs, and those of the pipelined settle phase
+// after them.
+func windowsOf(cfg *config.Config, n int) (epoch, epochs, settle int) {
 	p := cfg.Pretrain
 	stages := dbn.StageConfigs(cfg)
 	pipeline.PlanSettle(stages, n, p.Settle.Fraction, p.Settle.LearningRate)
-	return p.Epochs * pipeline.WindowsPerEpoch(n, p.BatchSize, p.KBatches), stages[0].Settle.Windows
+	epoch = pipeline.WindowsPerEpoch(n, p.BatchSize, p.KBatches)
+	return epoch, p.Epochs * epoch, stages[0].Settle.Windows
 }
 
 // SimJobFromGreedy calibrates a job from a greedy run on one machine (its
@@ -207,8 +224,8 @@ func SimJobFromGreedy(cfg *config.Config, res *dbn.Result) SimJob {
 	if n := float64(res.Data.Train); n < rows {
 		rows = n
 	}
-	trained, settle := windowsOf(cfg, res.Data.Train)
-	j := SimJob{Windows: trained, Settle: settle, Credits: cfg.Cluster.Credits,
+	epoch, trained, settle := windowsOf(cfg, res.Data.Train)
+	j := SimJob{Windows: trained, Settle: settle, EpochWindows: epoch, Credits: cfg.Cluster.Credits,
 		InBytes: 4 * rows * float64(res.Layers[0])}
 	busy, size := 0.0, 0.0
 	for i, b := range res.RBMs {
@@ -292,7 +309,9 @@ func (j SimJob) Calibrate(tL, t1 float64) SimJob {
 	j.Overhead, j.ByteCost = 0, 0
 	work, bytes := 0.0, 0.0
 	for i, s := range j.Stages {
-		work += s.Compute * float64(j.Windows+j.Settle)
+		for v := range j.Windows + j.Settle {
+			work += j.compute(i, v)
+		}
 		bytes += (j.inBytes(i) + s.OutBytes) * float64(j.Windows+j.Settle)
 	}
 	for range 20 {

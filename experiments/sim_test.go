@@ -87,6 +87,32 @@ func TestSimGreedyOneMachine(t *testing.T) {
 	}
 }
 
+// In the settle phase RBM_i+1 trains i·F windows and forwards the rest,
+// frozen, at its transform's cost per window.
+func TestSimSettle(t *testing.T) {
+	t.Parallel()
+	j := equalJob(3, 10, 1, 4)
+	j.Settle, j.EpochWindows = 4, 5 // F = 2
+	j.Stages[0].Transform, j.Stages[1].Transform = 2, 3
+	// RBM_1 forwards 4 windows at 2/5 s, RBM_2 trains 2 and forwards 2 at
+	// 3/5 s, RBM_3 trains all 4.
+	wantBusy := []float64{10 + 4*0.4, 12 + 2*0.6, 14}
+	if got, want := j.OneMachine(), wantBusy[0]+wantBusy[1]+wantBusy[2]; !near(got, want) {
+		t.Errorf("OneMachine = %v; want %v", got, want)
+	}
+	r := j.Pipelined(SimNetwork{})
+	for i, want := range wantBusy {
+		if !near(r.Busy[i], want) {
+			t.Errorf("RBM_%d: busy %v; want %v", i+1, r.Busy[i], want)
+		}
+	}
+	// RBM_3, the bottleneck, starts after RBM_1 and RBM_2 trained window 0
+	// and trains 14 windows in a row.
+	if want := 2 + 14.0; !near(r.Seconds, want) {
+		t.Errorf("Pipelined = %v; want %v", r.Seconds, want)
+	}
+}
+
 // Calibrate recovers the overhead and the byte cost the runs were made with.
 func TestSimCalibrate(t *testing.T) {
 	t.Parallel()
@@ -106,7 +132,7 @@ func TestSimJobFromGreedy(t *testing.T) {
 		RBMs: []dbn.RBMResult{{Visible: 100, Hidden: 50, BusySeconds: 20}, {Visible: 50, Hidden: 50, BusySeconds: 8}}}
 	j := SimJobFromGreedy(cfg, res)
 	// 95 examples: 10 mini-batches, 5 windows per epoch, 10 in all.
-	if j.Windows != 10 || !near(j.Stages[0].Compute, 2) || !near(j.Stages[1].Compute, 0.8) || !near(j.Stages[0].Transform, 2) ||
+	if j.Windows != 10 || j.EpochWindows != 5 || !near(j.Stages[0].Compute, 2) || !near(j.Stages[1].Compute, 0.8) || !near(j.Stages[0].Transform, 2) ||
 		j.Stages[1].Transform != 0 || !near(j.InBytes, 4*20*100) || !near(j.Stages[0].OutBytes, 4*(20*50+50)) || j.Stages[1].OutBytes != 0 {
 		t.Errorf("SimJobFromGreedy = %+v", j)
 	}
