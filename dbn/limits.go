@@ -6,13 +6,8 @@ package dbn
 // a message it must send exceeds what its transport carries.
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
-	"os"
-	"path"
 	"strconv"
 	"strings"
 
@@ -21,16 +16,11 @@ import (
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/data"
 	"github.com/pipedbn/pipedbn/finetune"
+	"github.com/pipedbn/pipedbn/internal/memlimit"
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
-
-// processOverhead is what a pipedbn process holds beyond its estimate: the
-// Go runtime, the program, OpenBLAS's buffers, an embedded NATS server.
-// Measured: a tiny greedy run peaks at 27 MiB resident, a tiny pipelined
-// master with its embedded server at 35 MiB.
-const processOverhead = 64 << 20
 
 // Message limits. natsMaxMessage is the longest message a NATS endpoint
 // takes in (natsnet's reassemblers have the default limits); a longer one
@@ -58,7 +48,7 @@ func CheckLimits(cfg *config.Config, log hclog.Logger) error {
 		return nil // no DBN to estimate: Validate refuses it
 	}
 	est := estimateRun(cfg)
-	lim, ok := readMemoryLimit(os.DirFS("/"))
+	lim, ok := memlimit.Here()
 	if err := est.check(cfg, lim, ok, log); err != nil {
 		return err
 	}
@@ -175,7 +165,7 @@ func estimateRun(cfg *config.Config) runEstimate {
 		for _, s := range stages {
 			m := s.SlaveMemory(f)
 			if !e.inProcess {
-				m.Add("the slave process itself", processOverhead)
+				m.Add("the slave process itself", memlimit.ProcessOverhead)
 			}
 			e.slaves = append(e.slaves, m)
 			if t := m.Total(); t > e.rbmMem {
@@ -197,7 +187,7 @@ func estimateRun(cfg *config.Config) runEstimate {
 		pretraining.Add("the probe's snapshots (pretrain.probe)", snaps)
 		after.Add("the probe's snapshots (pretrain.probe)", snaps)
 	}
-	e.master.Add("the process itself", processOverhead)
+	e.master.Add("the process itself", memlimit.ProcessOverhead)
 	e.master.AddMemory("", dataSet)
 	e.master.AddMemory("", pipeline.Peak(pretraining, after))
 	return e
@@ -296,7 +286,7 @@ func satMul(a, b int64) int64 {
 }
 
 // check refuses the run if it needs more than lim (known: ok).
-func (e runEstimate) check(cfg *config.Config, lim memoryLimit, ok bool, log hclog.Logger) error {
+func (e runEstimate) check(cfg *config.Config, lim memlimit.Limit, ok bool, log hclog.Logger) error {
 	stages := StageConfigs(cfg)
 	who := "the master (greedy pre-training and fine-tuning in this process)"
 	worker := "RBM_%d (%dx%d)"
@@ -312,30 +302,30 @@ func (e runEstimate) check(cfg *config.Config, lim memoryLimit, ok bool, log hcl
 		who = "the master"
 	}
 	total, largest := e.total(), e.largest()
-	if !ok || total <= lim.bytes {
+	if !ok || total <= lim.Bytes {
 		// At debug level: a run refused later, for bad data, must stay one
 		// line on stderr.
-		log.Debug("memory estimate", "needs", bytesText(total), "who", who, "limit", bytesText(lim.bytes), "limit_from", lim.from, "master", e.master.String())
+		log.Debug("memory estimate", "needs", memlimit.BytesText(total), "who", who, "limit", memlimit.BytesText(lim.Bytes), "limit_from", lim.From, "master", e.master.String())
 		if !e.inProcess && !e.local {
 			// A slave elsewhere learns its RBM only on assignment.
 			for i, s := range e.slaves {
 				c := stages[i]
-				log.Debug("a slave will need memory", "rbm", c.Index, "size", fmt.Sprintf("%dx%d", c.Visible, c.Hidden), "needs", bytesText(s.Total()))
+				log.Debug("a slave will need memory", "rbm", c.Index, "size", fmt.Sprintf("%dx%d", c.Visible, c.Hidden), "needs", memlimit.BytesText(s.Total()))
 			}
 		}
-		if ok && total > lim.bytes/2 {
+		if ok && total > lim.Bytes/2 {
 			log.Warn("the run needs more than half the memory available: Go's garbage collector may let a process grow to twice what it holds; GOMEMLIMIT bounds it",
-				"needs", bytesText(total), "limit", bytesText(lim.bytes), "limit_from", lim.from)
+				"needs", memlimit.BytesText(total), "limit", memlimit.BytesText(lim.Bytes), "limit_from", lim.From)
 		}
 		return nil
 	}
-	needs := fmt.Sprintf("%s needs about %s", who, bytesText(total))
+	needs := fmt.Sprintf("%s needs about %s", who, memlimit.BytesText(total))
 	if e.rbm > 0 && (e.inProcess || e.local || cfg.Pretrain.Mode == config.Greedy) {
 		c := stages[e.rbm-1]
-		needs = fmt.Sprintf(worker+" needs about %s, %s about %s in all", c.Index, c.Visible, c.Hidden, bytesText(e.rbmMem), who, bytesText(total))
+		needs = fmt.Sprintf(worker+" needs about %s, %s about %s in all", c.Index, c.Visible, c.Hidden, memlimit.BytesText(e.rbmMem), who, memlimit.BytesText(total))
 	}
 	return fmt.Errorf("config %s: dbn.layers = %s: %s (the largest part: %s, %s); %s",
-		cfg.File, layersText(cfg.DBN.Layers), needs, largest.What, bytesText(largest.Bytes), lim.text())
+		cfg.File, layersText(cfg.DBN.Layers), needs, largest.What, memlimit.BytesText(largest.Bytes), lim.Text())
 }
 
 // checkMessages refuses a pipelined run that must send a message longer
@@ -360,11 +350,11 @@ func checkMessages(cfg *config.Config) error {
 		params := pipeline.Float32Bytes(s.Visible*s.Hidden + s.Visible + s.Hidden)
 		if w := satAdd(params, head); w > limit {
 			return fmt.Errorf("config %s: dbn.layers = %v: the trained weights of %s make a message of %s, more than the %s one may carry %s; use narrower layers, or pretrain.mode: greedy",
-				cfg.File, layersText(cfg.DBN.Layers), size, bytesText(w), bytesText(limit), over)
+				cfg.File, layersText(cfg.DBN.Layers), size, memlimit.BytesText(w), memlimit.BytesText(limit), over)
 		}
 		if c := satAdd(satMul(2, params), head); ck && c > limit {
 			return fmt.Errorf("config %s: dbn.layers = %v: a checkpoint of %s (W_%d, biases and momentum) makes a message of %s, more than the %s one may carry %s; set reliability.checkpoint_every: 0 (no checkpoints, no recovery), or use narrower layers",
-				cfg.File, layersText(cfg.DBN.Layers), size, s.Index, bytesText(c), bytesText(limit), over)
+				cfg.File, layersText(cfg.DBN.Layers), size, s.Index, memlimit.BytesText(c), memlimit.BytesText(limit), over)
 		}
 		if cfg.Cluster.Transport == config.Memory {
 			continue // windows are handed over as they are
@@ -372,154 +362,10 @@ func checkMessages(cfg *config.Config) error {
 		rows := min(cfg.Pretrain.KBatches*cfg.Pretrain.BatchSize, nTrain)
 		if w := satAdd(pipeline.Float32Bytes(rows*s.Visible+s.Visible), head); w > limit {
 			return fmt.Errorf("config %s: pretrain.k_batches = %d: a window of %d mini-batches of %d rows of L_%d (%d values) makes a message of %s, more than the %s one may carry %s; lower pretrain.k_batches or pretrain.batch_size",
-				cfg.File, cfg.Pretrain.KBatches, cfg.Pretrain.KBatches, cfg.Pretrain.BatchSize, s.Index-1, s.Visible, bytesText(w), bytesText(limit), over)
+				cfg.File, cfg.Pretrain.KBatches, cfg.Pretrain.KBatches, cfg.Pretrain.BatchSize, s.Index-1, s.Visible, memlimit.BytesText(w), memlimit.BytesText(limit), over)
 		}
 	}
 	return nil
-}
-
-// MemoryLimit returns what this process may use: the smaller of this
-// machine's MemAvailable and its cgroup's memory limit; false when neither
-// is known. CheckLimits compares its estimates with it; a command may make
-// it the Go runtime's soft limit (debug.SetMemoryLimit), so that a heap the
-// estimate fits does not grow to twice that before it is collected.
-func MemoryLimit() (int64, bool) {
-	lim, ok := readMemoryLimit(os.DirFS("/"))
-	return lim.bytes, ok
-}
-
-// memoryLimit is what this process may use, and where that figure comes
-// from.
-type memoryLimit struct {
-	bytes int64
-	// from names the source: "MemAvailable" or a cgroup's limit file.
-	from string
-}
-
-func (l memoryLimit) text() string {
-	if l.from == memAvailable {
-		return fmt.Sprintf("this machine has %s available (MemAvailable in /proc/meminfo)", bytesText(l.bytes))
-	}
-	return fmt.Sprintf("this process's cgroup allows %s (%s)", bytesText(l.bytes), l.from)
-}
-
-const memAvailable = "MemAvailable"
-
-// cgroupUnlimited is where cgroup v1 reports no limit (it says
-// 9223372036854771712, the largest page multiple).
-const cgroupUnlimited = 1 << 62
-
-// readMemoryLimit returns the smaller of this machine's MemAvailable and
-// the memory limit of this process's cgroup (cgroup v2 memory.max, or the
-// v1 memory controller's memory.limit_in_bytes, of its own cgroup or the
-// nearest ancestor that sets one), read from fsys (the root file system);
-// false when neither is known.
-func readMemoryLimit(fsys fs.FS) (memoryLimit, bool) {
-	var lim memoryLimit
-	ok := false
-	if b, err := meminfoAvailable(fsys); err == nil {
-		lim, ok = memoryLimit{bytes: b, from: memAvailable}, true
-	}
-	if b, file, found := cgroupLimit(fsys); found && (!ok || b < lim.bytes) {
-		lim, ok = memoryLimit{bytes: b, from: "/" + file}, true
-	}
-	return lim, ok
-}
-
-// meminfoAvailable reads MemAvailable from /proc/meminfo.
-func meminfoAvailable(fsys fs.FS) (int64, error) {
-	f, err := fsys.Open("proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		rest, found := strings.CutPrefix(sc.Text(), "MemAvailable:")
-		if !found {
-			continue
-		}
-		fields := strings.Fields(rest)
-		if len(fields) != 2 || fields[1] != "kB" {
-			return 0, fmt.Errorf("/proc/meminfo: MemAvailable:%s: want a number of kB", rest)
-		}
-		kb, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil || kb < 0 {
-			return 0, fmt.Errorf("/proc/meminfo: MemAvailable:%s: want a number of kB", rest)
-		}
-		return satMul(kb, 1024), nil
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, errors.New("/proc/meminfo: no MemAvailable")
-}
-
-// cgroupLimit returns the memory limit of this process's cgroup and the
-// file that sets it (relative to the root), or false for none. It reads
-// /proc/self/cgroup: "0::/path" for cgroup v2, "N:memory:/path" (among
-// other controllers) for v1; a limit file is looked up in the cgroup's
-// folder, then in each parent up to the hierarchy's root (inside a
-// container /proc/self/cgroup may name a path its /sys/fs/cgroup does not
-// show), and the smallest limit found wins.
-func cgroupLimit(fsys fs.FS) (int64, string, bool) {
-	b, err := fs.ReadFile(fsys, "proc/self/cgroup")
-	if err != nil {
-		return 0, "", false
-	}
-	best, file, found := int64(0), "", false
-	consider := func(root, p, name string) {
-		dir := path.Join(root, p)
-		if dir != root && !strings.HasPrefix(dir, root+"/") {
-			dir = root // a path above the hierarchy's root (outside our namespace)
-		}
-		for {
-			if v, ok := readCgroupValue(fsys, path.Join(dir, name)); ok && (!found || v < best) {
-				best, file, found = v, path.Join(dir, name), true
-			}
-			if dir == root {
-				return
-			}
-			dir = path.Dir(dir)
-		}
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		switch {
-		case parts[0] == "0" && parts[1] == "":
-			consider("sys/fs/cgroup", parts[2], "memory.max")
-		case contains(strings.Split(parts[1], ","), "memory"):
-			consider("sys/fs/cgroup/memory", parts[2], "memory.limit_in_bytes")
-		}
-	}
-	return best, file, found
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// readCgroupValue reads a limit file: a number of bytes, or "max" (or a
-// v1 number beyond cgroupUnlimited) for none.
-func readCgroupValue(fsys fs.FS, name string) (int64, bool) {
-	b, err := fs.ReadFile(fsys, name)
-	if err != nil {
-		return 0, false
-	}
-	s := strings.TrimSpace(string(b))
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 0 || v >= cgroupUnlimited {
-		return 0, false // "max", or unreadable: no limit known
-	}
-	return v, true
 }
 
 func plural(n int, one, many string) string {
@@ -536,25 +382,4 @@ func layersText(layers []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return "[" + strings.Join(s, ", ") + "]"
-}
-
-// bytesText writes b in binary units, to 3 significant digits: "876 GiB",
-// "1.23 TiB", "512 B".
-func bytesText(b int64) string {
-	const units = "KMGTPE"
-	if b < 1024 {
-		return fmt.Sprintf("%d B", b)
-	}
-	v, u := float64(b)/1024, 0
-	for v >= 1024 && u < len(units)-1 {
-		v, u = v/1024, u+1
-	}
-	prec := 2
-	switch {
-	case v >= 100:
-		prec = 0
-	case v >= 10:
-		prec = 1
-	}
-	return fmt.Sprintf("%.*f %ciB", prec, v, units[u])
 }

@@ -2,16 +2,13 @@ package dbn
 
 import (
 	"context"
-	"math"
-	"os"
-	"runtime"
 	"strings"
 	"testing"
-	"testing/fstest"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pipedbn/pipedbn/internal/heapprobe"
+	"github.com/pipedbn/pipedbn/internal/memlimit"
 )
 
 // TestEstimateBoundsMeasuredRun runs whole experiments whose weights
@@ -44,104 +41,19 @@ reliability: {checkpoint_every: 2, save_every: 0s}
 finetune: {epochs: 1, batch_size: 100}
 `, tc.sets...)
 			est := estimateRun(cfg)
-			want := est.total() - processOverhead
+			want := est.total() - memlimit.ProcessOverhead
 			var err error
 			got := heapprobe.Peak(func() { _, err = Run(context.Background(), cfg, Options{OutDir: t.TempDir()}) })
 			if err != nil {
 				t.Fatal(err)
 			}
 			r := float64(want) / float64(got)
-			t.Logf("estimate %s, measured peak %s: %.2fx; the estimate: %s", bytesText(want), bytesText(got), r, est.master.String())
+			t.Logf("estimate %s, measured peak %s: %.2fx; the estimate: %s", memlimit.BytesText(want), memlimit.BytesText(got), r, est.master.String())
 			if r < 0.95 || r > 2 {
 				t.Errorf("estimate %d B is %.2fx the measured peak %d B; want 0.95x to 2x", want, r, got)
 			}
 		})
 	}
-}
-
-func TestReadMemoryLimit(t *testing.T) {
-	t.Parallel()
-	const gib = 1 << 30
-	meminfo := "MemTotal:       24683620 kB\nMemFree:        1000 kB\nMemAvailable:   24177048 kB\n"
-	avail := int64(24177048) * 1024
-	for _, tc := range []struct {
-		name  string
-		files map[string]string
-		want  memoryLimit
-		ok    bool
-	}{
-		{"no cgroup", map[string]string{"proc/meminfo": meminfo},
-			memoryLimit{avail, memAvailable}, true},
-		{"v2 limit below MemAvailable", map[string]string{
-			"proc/meminfo": meminfo, "proc/self/cgroup": "0::/user.slice/run-1.scope\n",
-			"sys/fs/cgroup/user.slice/run-1.scope/memory.max": "4294967296\n",
-		}, memoryLimit{4 * gib, "/sys/fs/cgroup/user.slice/run-1.scope/memory.max"}, true},
-		{"v2 max, a parent limits", map[string]string{
-			"proc/meminfo": meminfo, "proc/self/cgroup": "0::/user.slice/run-1.scope\n",
-			"sys/fs/cgroup/user.slice/run-1.scope/memory.max": "max\n",
-			"sys/fs/cgroup/user.slice/memory.max":             "2147483648\n",
-		}, memoryLimit{2 * gib, "/sys/fs/cgroup/user.slice/memory.max"}, true},
-		{"v2 the smallest of the chain", map[string]string{
-			"proc/meminfo": meminfo, "proc/self/cgroup": "0::/a/b\n",
-			"sys/fs/cgroup/a/b/memory.max": "3221225472\n",
-			"sys/fs/cgroup/a/memory.max":   "1073741824\n",
-		}, memoryLimit{gib, "/sys/fs/cgroup/a/memory.max"}, true},
-		{"v2 in a container: the path is not there, the root is", map[string]string{
-			"proc/meminfo": meminfo, "proc/self/cgroup": "0::/docker/0123abc\n",
-			"sys/fs/cgroup/memory.max": "1073741824\n",
-		}, memoryLimit{gib, "/sys/fs/cgroup/memory.max"}, true},
-		{"v2 a path above the root", map[string]string{
-			"proc/meminfo": meminfo, "proc/self/cgroup": "0::/../../x\n",
-			"sys/fs/cgroup/memory.max": "1073741824\n",
-		}, memoryLimit{gib, "/sys/fs/cgroup/memory.max"}, true},
-		{"v2 limit above MemAvailable", map[string]string{
-			"proc/meminfo": meminfo, "proc/self/cgroup": "0::/\n",
-			"sys/fs/cgroup/memory.max": "107374182400\n",
-		}, memoryLimit{avail, memAvailable}, true},
-		{"v1 unlimited (hybrid, like this machine)", map[string]string{
-			"proc/meminfo": meminfo, "proc/self/cgroup": "5:devices:/\n4:memory:/process_api/39a8\n3:cpuset:/\n0::/\n",
-			"sys/fs/cgroup/memory/process_api/39a8/memory.limit_in_bytes": "9223372036854771712\n",
-			"sys/fs/cgroup/memory/memory.limit_in_bytes":                  "9223372036854771712\n",
-		}, memoryLimit{avail, memAvailable}, true},
-		{"v1 limit", map[string]string{
-			"proc/meminfo": meminfo, "proc/self/cgroup": "7:cpu,cpuacct:/\n4:memory:/job\n",
-			"sys/fs/cgroup/memory/job/memory.limit_in_bytes": "536870912\n",
-		}, memoryLimit{gib / 2, "/sys/fs/cgroup/memory/job/memory.limit_in_bytes"}, true},
-		{"cgroup only", map[string]string{
-			"proc/self/cgroup": "0::/x\n", "sys/fs/cgroup/x/memory.max": "1073741824",
-		}, memoryLimit{gib, "/sys/fs/cgroup/x/memory.max"}, true},
-		{"garbage", map[string]string{
-			"proc/meminfo": "MemAvailable: lots\n", "proc/self/cgroup": "nonsense\n0::/x\n",
-			"sys/fs/cgroup/x/memory.max": "-5\n",
-		}, memoryLimit{}, false},
-		{"nothing", map[string]string{}, memoryLimit{}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			fsys := fstest.MapFS{}
-			for name, body := range tc.files {
-				fsys[name] = &fstest.MapFile{Data: []byte(body)}
-			}
-			got, ok := readMemoryLimit(fsys)
-			if got != tc.want || ok != tc.ok {
-				t.Errorf("readMemoryLimit() = %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
-			}
-		})
-	}
-}
-
-// TestReadMemoryLimitHere reads this machine's limit: a linux machine has
-// a MemAvailable.
-func TestReadMemoryLimitHere(t *testing.T) {
-	t.Parallel()
-	if runtime.GOOS != "linux" {
-		t.Skip("no /proc")
-	}
-	lim, ok := readMemoryLimit(os.DirFS("/"))
-	if !ok || lim.bytes <= 0 {
-		t.Fatalf("readMemoryLimit(/) = %+v, %v; want a limit", lim, ok)
-	}
-	t.Logf("%s", lim.text())
 }
 
 // oneLine fails unless err is one line holding every want.
@@ -165,7 +77,7 @@ func oneLine(t *testing.T, err error, want ...string) {
 // schedule, against a fake limit.
 func TestCheckRefuses(t *testing.T) {
 	t.Parallel()
-	lim := memoryLimit{bytes: 16 << 30, from: memAvailable}
+	lim := memlimit.Limit{Bytes: 16 << 30, From: memlimit.MemAvailable}
 	const body = "data: {source: synthetic, train_limit: 256, test_limit: 10}\ndbn: {layers: [784, 100000000]}\n"
 	for _, tc := range []struct {
 		name string
@@ -192,7 +104,7 @@ func TestCheckRefuses(t *testing.T) {
 	}
 	// A cgroup's limit is named by its file.
 	cfg := loadConfig(t, body, "pretrain.mode=greedy")
-	err := estimateRun(cfg).check(cfg, memoryLimit{bytes: 1 << 30, from: "/sys/fs/cgroup/x/memory.max"}, true, nil)
+	err := estimateRun(cfg).check(cfg, memlimit.Limit{Bytes: 1 << 30, From: "/sys/fs/cgroup/x/memory.max"}, true, nil)
 	oneLine(t, err, "; this process's cgroup allows 1.00 GiB (/sys/fs/cgroup/x/memory.max)")
 }
 
@@ -201,10 +113,10 @@ func TestCheckPasses(t *testing.T) {
 	for _, mode := range []string{"greedy", "pipelined"} {
 		cfg := loadConfig(t, "data: {source: synthetic}\ndbn: {layers: [784, 500, 500, 2000]}\n", "pretrain.mode="+mode)
 		est := estimateRun(cfg)
-		if err := est.check(cfg, memoryLimit{bytes: 1 << 30, from: memAvailable}, true, hclog.NewNullLogger()); err != nil {
+		if err := est.check(cfg, memlimit.Limit{Bytes: 1 << 30, From: memlimit.MemAvailable}, true, hclog.NewNullLogger()); err != nil {
 			t.Errorf("%s: %v; want the default DBN on 2000 examples to fit 1 GiB", mode, err)
 		}
-		if err := est.check(cfg, memoryLimit{}, false, hclog.NewNullLogger()); err != nil {
+		if err := est.check(cfg, memlimit.Limit{}, false, hclog.NewNullLogger()); err != nil {
 			t.Errorf("%s, no limit known: %v; want nil", mode, err)
 		}
 	}
@@ -250,22 +162,6 @@ func TestCheckMessages(t *testing.T) {
 			}
 			oneLine(t, err, append([]string{"config " + cfg.File + ": "}, tc.want...)...)
 		})
-	}
-}
-
-func TestBytesText(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		b    int64
-		want string
-	}{
-		{0, "0 B"}, {1023, "1023 B"}, {1024, "1.00 KiB"}, {1536, "1.50 KiB"}, {10 << 20, "10.0 MiB"},
-		{128 << 20, "128 MiB"}, {22 << 30, "22.0 GiB"}, {940800000000, "876 GiB"},
-		{5 << 40, "5.00 TiB"}, {math.MaxInt64, "8.00 EiB"},
-	} {
-		if got := bytesText(tc.b); got != tc.want {
-			t.Errorf("bytesText(%d) = %q; want %q", tc.b, got, tc.want)
-		}
 	}
 }
 

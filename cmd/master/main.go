@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -33,6 +32,7 @@ import (
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/dbn"
 	"github.com/pipedbn/pipedbn/experiments"
+	"github.com/pipedbn/pipedbn/internal/memlimit"
 	"github.com/pipedbn/pipedbn/monitor"
 )
 
@@ -56,11 +56,7 @@ Config keys and defaults: ../shared/CONTRACT.md and configs/ in the repository.
 var errUsage = errors.New("usage")
 
 func main() {
-	if lim, ok := dbn.MemoryLimit(); ok && os.Getenv("GOMEMLIMIT") == "" {
-		// The memory check admits runs whose live heap fits; without a
-		// soft limit the heap may grow to twice that between collections.
-		debug.SetMemoryLimit(lim)
-	}
+	memlimit.SetSoft()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stderr)
 	stop()
