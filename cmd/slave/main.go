@@ -15,9 +15,13 @@ import (
 	"syscall"
 
 	"github.com/pipedbn/pipedbn/cmd/internal/slavecmd"
+	"github.com/pipedbn/pipedbn/internal/memlimit"
 )
 
 func main() {
+	// A slave checks the RBM it is assigned against what it may use; a
+	// soft limit keeps the heap it admits from growing to twice that.
+	memlimit.SetSoft()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := slavecmd.Main(ctx, os.Args[1:], os.Stderr)
 	stop()

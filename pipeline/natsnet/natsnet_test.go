@@ -21,6 +21,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/data"
+	"github.com/pipedbn/pipedbn/internal/memlimit"
 	"github.com/pipedbn/pipedbn/internal/testbin"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/rbm"
@@ -333,4 +334,28 @@ func serve(t *testing.T) (*Embedded, *nats.Conn) {
 	}
 	t.Cleanup(nc.Close)
 	return srv, nc
+}
+
+// A slave on a machine too small for the RBM it is assigned refuses it,
+// and the master's run fails with the slave's reason, in one line.
+func TestSlaveTooSmallFailsTheRun(t *testing.T) {
+	t.Parallel()
+	srv, nc := serve(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	small := func() (memlimit.Limit, bool) {
+		return memlimit.Limit{Bytes: 1 << 20, From: "/sys/fs/cgroup/small/memory.max"}, true
+	}
+	slaveDone := make(chan error, 1)
+	go func() {
+		slaveDone <- RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: "tiny", Threads: 1, JoinTimeout: 20 * time.Second, MemoryLimit: small})
+	}()
+	_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{RunID: "small", Stages: stageConfigs([]int{9, 6}, 1, 4, 1), Data: examples(3, 16, 9), N: 16, Credits: 2, JoinTimeout: 20 * time.Second})
+	want := "rbm 1 on slave tiny: assignment: cannot hold RBM_1 (9x6): it needs about "
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "this process's cgroup allows 1.00 MiB (/sys/fs/cgroup/small/memory.max)") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("Run with a slave too small = %v; want one line holding %q and the limit", err, want)
+	}
+	if err := <-slaveDone; err == nil || !strings.Contains(err.Error(), "cannot hold RBM_1") {
+		t.Errorf("the slave too small: %v; want its refusal", err)
+	}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/pipedbn/pipedbn/blas"
+	"github.com/pipedbn/pipedbn/internal/memlimit"
+	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
@@ -52,6 +54,11 @@ type SlaveOptions struct {
 	// link messages to in memory (RunGroup makes them for its group).
 	Peers *Peers
 
+	// MemoryLimit returns what the slave may use, to check the RBM it is
+	// assigned against (pipeline.StageConfig.SlaveMemory); nil:
+	// memlimit.Here, this machine's.
+	MemoryLimit func() (memlimit.Limit, bool)
+
 	// turn, shared by the slaves of one stage group (RunGroup), lets one
 	// of them train at a time.
 	turn *sync.Mutex
@@ -77,6 +84,28 @@ func (o *SlaveOptions) defaults() {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
+	if o.MemoryLimit == nil {
+		o.MemoryLimit = memlimit.Here
+	}
+}
+
+// fits refuses an assignment of RBM c, in flow f, whose estimated memory
+// (the master's estimate of a slave process over NATS) exceeds what the
+// slave may use: in one line, before training, rather than being killed
+// when the machine runs out.
+func (o *SlaveOptions) fits(c pipeline.StageConfig, f pipeline.Flow) error {
+	lim, ok := o.MemoryLimit()
+	if !ok {
+		return nil
+	}
+	f.Wire = true
+	need := c.SlaveMemory(f)
+	total := need.Total() + memlimit.ProcessOverhead
+	if total <= lim.Bytes {
+		return nil
+	}
+	return fmt.Errorf("cannot hold RBM_%d (%dx%d): it needs about %s, the most for %s, and %s; give the slave a larger machine, or lower pretrain.k_batches or cluster.credits",
+		c.Index, c.Visible, c.Hidden, memlimit.BytesText(total), need.Largest().What, lim.Text())
 }
 
 // ErrStopped is returned when the master stops the slave before its RBM is
@@ -189,7 +218,7 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 	host, _ := os.Hostname()
 	s, err := protocol.NewSlave(protocol.SlaveConfig{
 		Name: opt.Name, Host: host, CPUs: opt.Threads, PID: os.Getpid(), Process: rand.Uint64() | 1,
-		Timing: timing, Bytes: ep.bytes, Logger: log,
+		Timing: timing, Bytes: ep.bytes, Logger: log, Fits: opt.fits,
 	})
 	if err != nil {
 		return fatalError{err}

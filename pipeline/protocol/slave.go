@@ -28,6 +28,11 @@ type SlaveConfig struct {
 	Bytes func() (in, out uint64)
 	// Logger receives the slave's log lines; nil discards them.
 	Logger hclog.Logger
+	// Fits, if set, checks that the slave can hold the RBM it is assigned,
+	// in the flow of its assignment (what the master's memory check counts
+	// for a slave: pipeline.StageConfig.SlaveMemory): an error fails the
+	// assignment, and with it the master's run.
+	Fits func(pipeline.StageConfig, pipeline.Flow) error
 }
 
 // Job is a window for the driver to train, outside the slave's state
@@ -382,6 +387,13 @@ func (s *Slave) assigned(now time.Duration, a *messages.Assign) {
 	s.assign, s.run = a, Run{ID: a.RunID, Incarnation: a.Incarnation}
 	s.log = s.cfg.Logger.With("rbm", a.RBM, "run", a.RunID)
 	s.log.Info("assigned", "visible", a.Visible, "hidden", a.Hidden, "upstream", a.Upstream, "downstream", a.Downstream, "resume", a.Resume)
+	if s.cfg.Fits != nil {
+		f := pipeline.Flow{RBMs: a.RBMs, Rows: a.RowsPerEpoch, Credits: a.Credits, CheckpointEvery: a.CheckpointEvery}
+		if err := s.cfg.Fits(cfg, f); err != nil {
+			s.fail(fmt.Errorf("assignment: %w", err))
+			return
+		}
+	}
 	s.stage = pipeline.NewStage(cfg)
 	s.stats = s.stage.Stats()
 	if a.Resume {

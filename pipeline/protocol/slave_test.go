@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -923,5 +924,34 @@ func TestSlaveResumeCheckpointOutOfRange(t *testing.T) {
 	wantShape(t, "checkpoint of epoch 3", out.Messages, "master error")
 	if _, err := r.s.Done(); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Fatalf("Done() error = %v; want the restore's range error", err)
+	}
+}
+
+// A slave that cannot hold the RBM it is assigned (SlaveConfig.Fits) says
+// why to the master and ends, before it trains.
+func TestSlaveRefusesWhatItCannotHold(t *testing.T) {
+	t.Parallel()
+	stages := testStages(2, 1)
+	r := newSlaveRig(t, stages)
+	var got pipeline.Flow
+	r.s.cfg.Fits = func(c pipeline.StageConfig, f pipeline.Flow) error {
+		got = f
+		return fmt.Errorf("RBM_%d needs 9 GiB, this machine has 1 GiB", c.Index)
+	}
+	out := r.join(3, false)
+	wantShape(t, "refused assignment", out.Messages, "master error")
+	if e := msg[*messages.Error](t, out.Messages, 0); e.Stopped || e.RBM != 1 || e.Text != "assignment: RBM_1 needs 9 GiB, this machine has 1 GiB" {
+		t.Errorf("error %+v; want RBM 1's assignment refused, with the reason", *e)
+	}
+	if want := (pipeline.Flow{RBMs: 2, Rows: testRows, Credits: 2, CheckpointEvery: 3}); !reflect.DeepEqual(got, want) {
+		t.Errorf("Fits saw flow %+v; want %+v", got, want)
+	}
+	if out.Job != nil {
+		t.Error("the slave trains a window of the RBM it refused")
+	}
+	_, err := r.s.Done()
+	r.wantDone(err)
+	if err == nil || !strings.Contains(err.Error(), "needs 9 GiB") {
+		t.Fatalf("Done() error = %v; want the refusal", err)
 	}
 }
