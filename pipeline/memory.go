@@ -275,7 +275,7 @@ func (c StageConfig) SlaveMemory(f Flow) Memory {
 
 // MasterMemory estimates what the master of the pipelined schedule of f
 // holds besides the data set: the windows of K mini-batches of data it
-// keeps for RBM_1 to ask for again, and per RBM_i its checkpoints and its
+// sends RBM_1 again at once when asked, and per RBM_i its checkpoints and its
 // trained weights. Of the checkpoints it holds the latest (weights.npz is
 // refreshed from it) and the encoding of the one it stores; in memory
 // (memnet, whose store is in memory) the stored ones too; over the wire
@@ -295,7 +295,10 @@ func MasterMemory(cfgs []StageConfig, f Flow) Memory {
 	if f.Wire {
 		win = addSat(win, 2)
 	}
-	m.Add(fmt.Sprintf("windows of %d mini-batches of data kept for RBM_1", c1.K), mulSat(win, c1.window(f.Rows, c1.Visible)))
+	// The master keeps none of them: it deals those RBM_1 asks for again
+	// anew (protocol.Producer.Regenerate), as many at once as it would
+	// keep otherwise.
+	m.Add(fmt.Sprintf("windows of %d mini-batches of data for RBM_1 (dealt anew when asked for again)", c1.K), mulSat(win, c1.window(f.Rows, c1.Visible)))
 	for _, c := range cfgs {
 		i := c.Index
 		if f.CheckpointEvery > 0 {

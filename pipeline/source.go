@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 )
 
 // Source cuts a data matrix into windows of K mini-batches, shuffling the
@@ -11,18 +13,25 @@ type Source struct {
 	x            []float32
 	n, dim       int
 	batchSize, k int
+	pcg          *rand.PCG
 	rng          *rand.Rand
 	perm         []int
 	win          Window
 	seq          int
 	// The position of Next: the epoch and its first row not dealt yet.
 	epoch, row int
+	// shuffles[e] is the generator's state before Next shuffled epoch e;
+	// again holds the order of epoch againEpoch, made anew by Again.
+	shuffles   [][]byte
+	again      []int
+	againEpoch int
 }
 
 // NewSource returns a source over x, n rows of dim values, row-major.
 func NewSource(x []float32, n, dim, batchSize, k int, seed uint64) *Source {
+	pcg := rand.NewPCG(seed, 0x5eed5ca1ab1e)
 	s := &Source{x: x, n: n, dim: dim, batchSize: batchSize, k: k,
-		rng: rand.New(rand.NewPCG(seed, 0x5eed5ca1ab1e)), perm: make([]int, n)}
+		pcg: pcg, rng: rand.New(pcg), perm: make([]int, n), againEpoch: -1}
 	s.win.X = make([]float32, 0, batchSize*k*dim)
 	return s
 }
@@ -39,10 +48,7 @@ func WindowsPerEpoch(n, batchSize, k int) int {
 // Epoch shuffles the rows and hands fn the windows of epoch e in order. The
 // window passed to fn is reused: fn must not keep it.
 func (s *Source) Epoch(ctx context.Context, e int, fn func(*Window) error) error {
-	for i := range s.perm {
-		s.perm[i] = i
-	}
-	s.rng.Shuffle(len(s.perm), func(i, j int) { s.perm[i], s.perm[j] = s.perm[j], s.perm[i] })
+	shuffle(s.rng, s.perm)
 	for start := 0; start < s.n; {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -87,24 +93,57 @@ func (s *Source) Next(epochs int) (*Window, bool) {
 		return nil, false
 	}
 	if s.row == 0 {
-		for i := range s.perm {
-			s.perm[i] = i
-		}
-		s.rng.Shuffle(len(s.perm), func(i, j int) { s.perm[i], s.perm[j] = s.perm[j], s.perm[i] })
+		state, _ := s.pcg.MarshalBinary() // never fails
+		s.shuffles = append(s.shuffles, state)
+		shuffle(s.rng, s.perm)
 	}
-	rows := min(s.k*s.batchSize, s.n-s.row)
-	w := &Window{Epoch: s.epoch, Seq: s.seq, X: make([]float32, 0, rows*s.dim)}
-	for b := 0; b < s.k && s.row < s.n; b++ {
-		r := min(s.batchSize, s.n-s.row)
-		for _, i := range s.perm[s.row : s.row+r] {
-			w.X = append(w.X, s.x[i*s.dim:(i+1)*s.dim]...)
-		}
-		w.Rows = append(w.Rows, r)
-		s.row += r
-	}
+	w := s.cut(s.perm, s.epoch, s.seq, s.row)
+	s.row += w.TotalRows()
 	s.seq++
 	if s.row == s.n {
 		s.epoch, s.row = s.epoch+1, 0
 	}
 	return w, true
+}
+
+// Again deals window seq of the stream Next deals anew, in a window of its
+// own: the same rows, in the same order, as when Next dealt it. Call it
+// only for a window Next dealt.
+func (s *Source) Again(seq int) *Window {
+	per := WindowsPerEpoch(s.n, s.batchSize, s.k)
+	e := seq / per
+	if e != s.againEpoch {
+		pcg := &rand.PCG{}
+		if err := pcg.UnmarshalBinary(s.shuffles[e]); err != nil {
+			panic(fmt.Sprintf("pipeline: the shuffle of epoch %d: %v", e, err))
+		}
+		s.again = slices.Grow(s.again[:0], s.n)[:s.n]
+		shuffle(rand.New(pcg), s.again)
+		s.againEpoch = e
+	}
+	return s.cut(s.again, e, seq, (seq%per)*s.k*s.batchSize)
+}
+
+// shuffle sets perm to a random order of 0..len(perm)-1.
+func shuffle(rng *rand.Rand, perm []int) {
+	for i := range perm {
+		perm[i] = i
+	}
+	rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+}
+
+// cut returns window seq of epoch e, in the order perm, from row on: at
+// most K mini-batches.
+func (s *Source) cut(perm []int, e, seq, row int) *Window {
+	rows := min(s.k*s.batchSize, s.n-row)
+	w := &Window{Epoch: e, Seq: seq, X: make([]float32, 0, rows*s.dim)}
+	for b := 0; b < s.k && row < s.n; b++ {
+		r := min(s.batchSize, s.n-row)
+		for _, i := range perm[row : row+r] {
+			w.X = append(w.X, s.x[i*s.dim:(i+1)*s.dim]...)
+		}
+		w.Rows = append(w.Rows, r)
+		row += r
+	}
+	return w
 }

@@ -57,8 +57,10 @@ type Producer struct {
 	upTo     uint64 // windows with Seq < upTo may be sent
 	kept     []*messages.Chunk
 	keptFrom uint64 // the Seq of kept[0]
-	end      *messages.EndOfStream
-	stats    LinkStats
+	// again, if set, makes a window anew, kept then as nil (Regenerate).
+	again func(seq uint64) *pipeline.Window
+	end   *messages.EndOfStream
+	stats LinkStats
 }
 
 // NewProducer returns the producing end of the link from self (RBM index
@@ -67,6 +69,12 @@ type Producer struct {
 func NewProducer(run Run, self string, rbm int, consumer string, start uint64) *Producer {
 	return &Producer{run: run, self: self, rbm: rbm, consumer: consumer, seq: start, upTo: start, keptFrom: start}
 }
+
+// Regenerate has the producer keep no window but make those asked for
+// again with again, which returns window seq as it was sent: the master
+// deals its data windows anew from its Source instead of holding up to
+// 2C + the lag above of them.
+func (p *Producer) Regenerate(again func(seq uint64) *pipeline.Window) { p.again = again }
 
 // Relink points the producer at a consumer that replaced a lost one.
 func (p *Producer) Relink(consumer string) { p.consumer = consumer }
@@ -93,15 +101,24 @@ func (p *Producer) Send(w *pipeline.Window) Envelope {
 	if !p.CanSend() {
 		panic(fmt.Sprintf("protocol: rbm %d sends window %d without credit (up to %d)", p.rbm, p.seq, p.upTo))
 	}
-	rows := w.TotalRows()
-	c := &messages.Chunk{
-		RunID: p.run.ID, Incarnation: p.run.Incarnation, RBM: p.rbm, Epoch: w.Epoch, Seq: p.seq,
-		Rows: rows, Cols: len(w.X) / max(rows, 1), Data: w.X, BatchRows: w.Rows, Bias: w.Bias,
+	c := p.chunk(w, p.seq)
+	if p.again != nil {
+		p.kept = append(p.kept, nil)
+	} else {
+		p.kept = append(p.kept, c)
 	}
-	p.kept = append(p.kept, c)
 	p.seq++
 	p.stats.Windows++
 	return Envelope{From: p.self, To: p.consumer, Msg: c}
+}
+
+// chunk is the message that carries w as window seq.
+func (p *Producer) chunk(w *pipeline.Window, seq uint64) *messages.Chunk {
+	rows := w.TotalRows()
+	return &messages.Chunk{
+		RunID: p.run.ID, Incarnation: p.run.Incarnation, RBM: p.rbm, Epoch: w.Epoch, Seq: seq,
+		Rows: rows, Cols: len(w.X) / max(rows, 1), Data: w.X, BatchRows: w.Rows, Bias: w.Bias,
+	}
 }
 
 // Close returns the end of the stream, after the last window.
@@ -137,7 +154,11 @@ func (p *Producer) OnCredit(from string, c *messages.Credit) ([]Envelope, error)
 		return nil, fmt.Errorf("rbm %d: %s asks for window %d again, but rbm %d keeps only the windows from %d on", p.rbm, from, c.Next, p.rbm, p.keptFrom)
 	}
 	var again []Envelope
-	for _, k := range p.kept[c.Next-p.keptFrom:] {
+	for i, k := range p.kept[c.Next-p.keptFrom:] {
+		if k == nil {
+			seq := c.Next + uint64(i)
+			k = p.chunk(p.again(seq), seq)
+		}
 		again = append(again, Envelope{From: p.self, To: p.consumer, Msg: k})
 	}
 	p.stats.Resent += uint64(len(again))

@@ -739,3 +739,37 @@ func TestLinkDeliversInOrderUnderLoss(t *testing.T) {
 		t.Fatalf("the consumer took %v (ended %t); want %v, ended", got, c.Ended(), want)
 	}
 }
+
+// A producer that regenerates its windows keeps none of them, and sends
+// the ones asked for again as they were sent.
+func TestProducerRegenerates(t *testing.T) {
+	t.Parallel()
+	p := NewProducer(testRun, "s1", 1, "s2", 0)
+	made := 0
+	p.Regenerate(func(seq uint64) *pipeline.Window { made++; return window(int(seq)/2, float32(seq)) })
+	p.OnCredit("s2", credit(5, 0, 0, false))
+	var first []*messages.Chunk
+	for seq := range 5 {
+		first = append(first, p.Send(window(seq/2, float32(seq))).Msg.(*messages.Chunk))
+	}
+	for _, k := range p.kept {
+		if k != nil {
+			t.Fatalf("the producer keeps window %d", k.Seq)
+		}
+	}
+	again, err := p.OnCredit("s2", credit(5, 2, 1, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := seqs(t, again, "s2"); !reflect.DeepEqual(got, []uint64{2, 3, 4}) || made != 3 {
+		t.Fatalf("resent %v, made %d anew; want [2 3 4], 3", got, made)
+	}
+	for i, e := range again {
+		if got, want := e.Msg.(*messages.Chunk), first[2+i]; !reflect.DeepEqual(got, want) {
+			t.Errorf("window %d sent again: %+v; want it as first sent: %+v", want.Seq, got, want)
+		}
+	}
+	if _, err := p.OnCredit("s2", credit(5, 0, 0, true)); err == nil {
+		t.Error("a window forgotten (before durable 1) asked for again: no error")
+	}
+}

@@ -476,6 +476,7 @@ func (m *Master) maybeRun(now time.Duration) {
 	m.src = pipeline.NewSource(m.cfg.Data, m.cfg.N, c.Visible, c.BatchSize, c.K, m.cfg.ShuffleSeed)
 	first := m.starts[1].GetWindows()
 	m.feed = NewProducer(m.cfg.Run, MasterName, 0, m.seats[1].slave, uint64(first))
+	m.feed.Regenerate(func(seq uint64) *pipeline.Window { return m.src.Again(int(seq)) })
 	for n := 0; n < first; n++ {
 		m.src.NextOf(c) // dealt before the resume point
 	}
