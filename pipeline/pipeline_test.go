@@ -242,3 +242,37 @@ func TestSettlePhase(t *testing.T) {
 		}
 	}
 }
+
+// With sampled middle results, a frozen stage forwards states sampled from
+// its trainer's generator, as training would: the settle phase runs, and
+// what RBM_2 hands on past its part is 0s and 1s.
+func TestSettlePhaseSamples(t *testing.T) {
+	t.Parallel()
+	const n, epochs, batch, k = 250, 2, 32, 2
+	layers := []int{36, 24, 16, 12}
+	cfgs := testConfigs(layers, epochs, batch, k)
+	for i := range cfgs {
+		cfgs[i].Middle = rbm.Samples
+	}
+	PlanSettle(cfgs, n, 0.3, 0.2)
+	if _, err := Pipelined(examples(1, n, layers[0]), n, cfgs, 7); err != nil {
+		t.Fatal(err)
+	}
+	st := NewStage(cfgs[1])
+	s := cfgs[1].Settle
+	v := examples(2, 5, 24)
+	out := &Window{X: make([]float32, 5*16)}
+	if err := st.Train(&Window{Epoch: epochs, Seq: s.From + s.Train, Rows: []int{5}, X: v, Bias: make([]float32, 24)}, out); err != nil {
+		t.Fatal(err)
+	}
+	ones := 0
+	for _, x := range out.X {
+		if x != 0 && x != 1 {
+			t.Fatalf("frozen forward of samples: %g; want 0 or 1", x)
+		}
+		ones += int(x)
+	}
+	if ones == 0 || ones == len(out.X) {
+		t.Errorf("frozen forward of samples: %d ones of %d; want a mix", ones, len(out.X))
+	}
+}

@@ -280,13 +280,11 @@ func (s *Stage) forward(in *Window, out *Window) error {
 	start := time.Now()
 	if out != nil {
 		if s.cfg.Middle == rbm.Samples {
-			// Sampled states need the trainer's generator: a step that
-			// learns nothing (the stage never trains again).
+			// Sampled states, from the trainer's generator, a mini-batch
+			// at a time as training draws them.
 			off, outOff := 0, 0
 			for _, r := range in.Rows {
-				if _, err := s.trainer.Step(in.X[off:off+r*s.cfg.Visible], r, rbm.Params{}, out.X[outOff:outOff+r*s.cfg.Hidden], rbm.Samples); err != nil {
-					return fmt.Errorf("rbm %d: settle window %d: %w", s.cfg.Index, in.Seq, err)
-				}
+				s.trainer.SampleHidden(out.X[outOff:outOff+r*s.cfg.Hidden], in.X[off:off+r*s.cfg.Visible], r)
 				off += r * s.cfg.Visible
 				outOff += r * s.cfg.Hidden
 			}

@@ -527,3 +527,28 @@ func TestLearning(t *testing.T) {
 		})
 	}
 }
+
+// SampleHidden gives what a Step's Samples middle result would, to the bit,
+// draws what a CD-1 Step draws, and learns nothing.
+func TestSampleHidden(t *testing.T) {
+	t.Parallel()
+	const v, h, rows = 20, 30, 10
+	data := randomData(rows, v, Bernoulli, 10)
+	stepped := NewTrainer(randomRBM(v, h, Bernoulli, 8), rows, 1, 9)
+	sampled := NewTrainer(randomRBM(v, h, Bernoulli, 8), rows, 1, 9)
+	w := append([]float32(nil), sampled.RBM().W...)
+	for round := range 3 {
+		want := make([]float32, (rows-1)*h)
+		if _, err := stepped.Step(data, rows-1, Params{}, want, Samples); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]float32, (rows-1)*h)
+		sampled.SampleHidden(got, data, rows-1)
+		if !equalBits(got, want) {
+			t.Fatalf("round %d: SampleHidden differs from a Step's samples", round)
+		}
+	}
+	if !equalBits(sampled.RBM().W, w) || sampled.State().RNG != stepped.State().RNG {
+		t.Error("SampleHidden changed W, or drew other than CD-1's Step")
+	}
+}
