@@ -188,10 +188,11 @@ func ignoredKeys(c *config.Config) []string {
 	cl := c.Cluster
 	switch {
 	case c.Pretrain.Mode == config.Greedy:
-		// One trainer in this process; K only groups its mini-batches.
+		// One trainer in this process; K only groups its mini-batches;
+		// no slaves to lose, no checkpoints.
 		ks = append(ks, "cluster.nats_url", "cluster.slaves", "cluster.join_timeout", "cluster.credits",
 			"cluster.transport", "cluster.colocate", "pretrain.k_batches", "pretrain.settle",
-			"cluster.plan", "cluster.local_slaves")
+			"cluster.plan", "cluster.local_slaves", "reliability")
 	case cl.Transport == config.Memory:
 		ks = append(ks, "cluster.nats_url", "cluster.slaves", "cluster.join_timeout", "cluster.colocate")
 	case cl.Slaves > 0 || cl.CPUsPerWorker == 0:

@@ -499,3 +499,24 @@ sweep:
 		}
 	}
 }
+
+// Greedy has no slaves and no checkpoints: it ignores reliability.*, and a
+// sweep of reliability.checkpoint_every runs it once.
+func TestPlanSweepGreedyIgnoresReliability(t *testing.T) {
+	t.Parallel()
+	p := plan(t, writeConfig(t, baseConfig+`
+sweep:
+  vary:
+    - key: pretrain.mode
+      values: [greedy, pipelined]
+    - key: reliability.checkpoint_every
+      values: [0, 5]
+`))
+	var names []string
+	for _, r := range p.Runs {
+		names = append(names, r.Name)
+	}
+	if want := []string{"mode=greedy_r1", "mode=pipelined_checkpoint_every=0_r1", "mode=pipelined_checkpoint_every=5_r1"}; !slices.Equal(names, want) || p.Merged != 1 {
+		t.Errorf("runs %v, merged %d; want %v, 1", names, p.Merged, want)
+	}
+}
