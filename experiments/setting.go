@@ -63,7 +63,7 @@ func (s Setting) describe() string {
 	case GreedyWholeBox:
 		return "the greedy trainer with every CPU of this box (`cluster.cpus_per_worker: 0`)"
 	case PipelinedWholeBox:
-		return "one local slave per RBM, uncapped, sharing every CPU of this box"
+		return "local slaves, uncapped, sharing every CPU of this box as `cluster.plan` lays them out (auto: one stage group of every RBM inside the master; one-per-rbm: a slave process per RBM)"
 	case PipelinedInProcess:
 		return "all RBMs in the master process (`cluster.transport: memory`), uncapped"
 	}
