@@ -475,12 +475,21 @@ func (ls *localSlaves) logPath(p int) string {
 	return filepath.Join(ls.out, fmt.Sprintf("slave-%d.log", ls.layout.groups[p][0]))
 }
 
+// comeBackGrace is how long a lost slave whose process still runs has to
+// speak again before it is killed and restarted: a status report's
+// interval and some slack. A process that only stalled (stopped, or a
+// starved machine) and reports within it goes on where it is, and its work
+// since its checkpoint is kept.
+const comeBackGrace = 1500 * time.Millisecond
+
 // restart is the master's Respawn for local slaves: it makes sure the
 // process of the lost slave of RBM rbm is gone and starts a new one, with
 // all the slaves of its stage group. The other slaves of a group whose
 // process was restarted are lost too, a moment later: a process started
-// since the loss (lost_after ago) brings them back already.
-func (ls *localSlaves) restart(rbm int, lost string) error {
+// since the loss (lost_after ago) brings them back already. wanted is done
+// when the master has taken the lost slave back: its process is left
+// alone.
+func (ls *localSlaves) restart(wanted context.Context, rbm int, lost string) error {
 	i, err := strconv.Atoi(strings.TrimPrefix(lost, "local-"))
 	p := ls.layout.process(i)
 	if err != nil || p < 0 {
@@ -496,6 +505,19 @@ func (ls *localSlaves) restart(rbm int, lost string) error {
 		case <-exited:
 		default:
 			ls.log.Info("the lost slave's process was restarted since it fell silent", "slave", lost, "rbm", rbm)
+			return nil
+		}
+		ls.mu.Lock()
+	}
+	if old != nil {
+		ls.mu.Unlock()
+		select {
+		case <-exited:
+		case <-wanted.Done():
+		case <-time.After(comeBackGrace):
+		}
+		if wanted.Err() != nil {
+			ls.log.Info("restart called off: the lost slave spoke again, or the run ended", "slave", lost, "rbm", rbm)
 			return nil
 		}
 		ls.mu.Lock()

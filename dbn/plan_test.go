@@ -76,6 +76,57 @@ finetune: {epochs: 0}
 	}
 }
 
+// TestRestartCalledOffForATakenBackSlave: a local slave that stalled past
+// lost_after and then spoke again is taken back by the master; its restart,
+// asked for at the loss, must leave its process alone (killing it would
+// throw away its work since its checkpoint, and lose it a second time).
+func TestRestartCalledOffForATakenBackSlave(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	ls := &localSlaves{
+		ctx: ctx, cancel: cancel, log: hclog.NewNullLogger(), command: []string{"/bin/sh", "-c", "sleep 60", "sh"},
+		out: t.TempDir(), layout: &layout{groups: [][2]int{{1, 1}}, threads: 1}, threads: 1, lostAfter: time.Minute,
+		lenient: true, auth: &localAuth{},
+		cmds: map[int]*exec.Cmd{}, exits: map[int]chan struct{}{}, started: map[int]time.Time{}, restarts: map[int]int{},
+		restarting: map[int]*sync.Mutex{0: {}},
+	}
+	defer func() {
+		ls.mu.Lock()
+		for _, c := range ls.cmds {
+			c.Process.Kill()
+		}
+		ls.mu.Unlock()
+		ls.exited.Wait()
+	}()
+	if err := ls.start(0, false); err != nil {
+		t.Fatal(err)
+	}
+	ls.mu.Lock()
+	ls.started[0] = time.Now().Add(-time.Hour) // long before the loss
+	first, exited := ls.cmds[0].Process.Pid, ls.exits[0]
+	ls.mu.Unlock()
+
+	wanted, takeBack := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- ls.restart(wanted, 1, "local-1") }()
+	time.Sleep(comeBackGrace / 5)
+	takeBack() // the master heard from it again
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+		t.Fatal("the taken-back slave's process was killed")
+	default:
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.restarts[0] != 0 || ls.cmds[0].Process.Pid != first {
+		t.Errorf("restarts %d, pid %d (was %d); want the process left alone", ls.restarts[0], ls.cmds[0].Process.Pid, first)
+	}
+}
+
 // TestSimultaneousLossesRestartAGroupOnce: the master reports the losses of
 // both slaves of a stage group at the same moment (their last words were
 // in one tick); the group's process is restarted once, not once per slave:
@@ -112,7 +163,7 @@ func TestSimultaneousLossesRestartAGroupOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for _, lost := range []string{"local-1", "local-2"} {
 		wg.Go(func() {
-			if err := ls.restart(1, lost); err != nil {
+			if err := ls.restart(ctx, 1, lost); err != nil {
 				t.Error(err)
 			}
 		})

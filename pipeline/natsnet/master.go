@@ -53,8 +53,10 @@ type Plan struct {
 	Resume bool
 	// Respawn, if set, starts a replacement for the lost slave of RBM rbm
 	// (the embedded default restarts its local slave process); otherwise
-	// the master waits for any new slave to register.
-	Respawn func(rbm int, lost string) error
+	// the master waits for any new slave to register. Its ctx is done
+	// when the lost slave speaks again before any replacement came (it
+	// only stalled, and goes on), or when the run ends.
+	Respawn func(ctx context.Context, rbm int, lost string) error
 
 	// Hooks see every slave's progress, from its status reports.
 	Hooks pipeline.Hooks
@@ -190,6 +192,8 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 
 	var queue []protocol.StoreOp // store ops not yet handed to the worker
 	busy := false                // an op is with the worker
+	// Per RBM, the call-off of its slave's restart under way.
+	callOff := map[int]context.CancelFunc{}
 	flush := func() {
 		out := pm.Ready()
 		for _, e := range out.Messages {
@@ -197,12 +201,24 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 		}
 		queue = append(queue, out.Store...)
 		for _, r := range out.Respawn {
-			if p.Respawn != nil {
-				go func() {
-					if err := p.Respawn(r.RBM, r.Slave); err != nil {
-						respawnErrs <- fmt.Errorf("restart the slave of rbm %d: %w", r.RBM, err)
-					}
-				}()
+			if p.Respawn == nil {
+				continue
+			}
+			if c := callOff[r.RBM]; c != nil {
+				c()
+			}
+			wanted, c := context.WithCancel(life)
+			callOff[r.RBM] = c
+			go func() {
+				if err := p.Respawn(wanted, r.RBM, r.Slave); err != nil {
+					respawnErrs <- fmt.Errorf("restart the slave of rbm %d: %w", r.RBM, err)
+				}
+			}()
+		}
+		for _, r := range out.Back {
+			if c := callOff[r.RBM]; c != nil {
+				c()
+				delete(callOff, r.RBM)
 			}
 		}
 	}

@@ -123,7 +123,7 @@ func (p *procs) kill(name string) {
 // respawn is the Plan's Respawn: a new process under the lost one's name,
 // or with rename under a new name (as a new slave of a cluster joins), which
 // makes the master relink the lost slave's neighbours to it.
-func (p *procs) respawn(_ int, lost string) error {
+func (p *procs) respawn(_ context.Context, _ int, lost string) error {
 	p.kill(lost)
 	if p.rename {
 		return p.start(lost + "-r")
@@ -564,7 +564,7 @@ func TestLostBeforeFirstCheckpoint(t *testing.T) {
 // the first status report for which when holds, and returns the trained
 // RBMs, the killed slave and the recoveries. respawn may be nil (a spare
 // must take over).
-func (c *chaosSetup) runKilling(t *testing.T, nc *nats.Conn, ps *procs, runID string, respawn func(int, string) error, when func(pipeline.Stats) bool) ([]Trained, string, []Recovery) {
+func (c *chaosSetup) runKilling(t *testing.T, nc *nats.Conn, ps *procs, runID string, respawn func(context.Context, int, string) error, when func(pipeline.Stats) bool) ([]Trained, string, []Recovery) {
 	t.Helper()
 	var (
 		mu     sync.Mutex

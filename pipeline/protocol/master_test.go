@@ -624,6 +624,10 @@ func TestMasterTakesBackLostSlave(t *testing.T) {
 	r := lostRig(t)
 	out := r.at(6.2).recv("s1", r.status(1, "s1", 4))
 	wantShape(t, "Status(s1) while lost", out.Messages, "")
+	// Its restart, asked for at the loss, is called off.
+	if want := []Respawn{{RBM: 1, Slave: "s1"}}; !reflect.DeepEqual(out.Back, want) {
+		t.Fatalf("Status(s1) while lost: Back %+v; want %+v", out.Back, want)
+	}
 	want := Recovery{RBM: 1, Lost: "s1", Replacement: "s1", Silent: 5*time.Second + 1, LostAtBatch: 3, ResumedAtBatch: 3, ResumedAtWindow: 2}
 	if len(r.recovered) != 1 || r.recovered[0] != want {
 		t.Fatalf("Observer.Recovered saw %+v; want [%+v]", r.recovered, want)

@@ -202,6 +202,7 @@ func (m *Master) takeBack(now time.Duration, i int) {
 	s := m.seats[i]
 	v := s.lost
 	s.lost, s.seen, s.gone = nil, now, false
+	m.out.Back = append(m.out.Back, Respawn{RBM: i, Slave: v.lost})
 	m.log.Warn("a lost slave came back before any replacement; it goes on", "slave", s.slave, "rbm", i, "was_silent", v.silent.Round(100*time.Millisecond))
 	if m.cfg.Observer.Recovered != nil {
 		m.cfg.Observer.Recovered(Recovery{

@@ -61,6 +61,10 @@ type Output struct {
 	// runs them (local slave processes); elsewhere a replacement must
 	// register.
 	Respawn []Respawn
+	// Back, from a master: lost slaves that spoke again before any
+	// replacement came and go on; their restart, if still under way, is
+	// no longer wanted.
+	Back []Respawn
 }
 
 // Respawn asks the driver to restart the lost slave of an RBM.
