@@ -275,7 +275,7 @@ func (c StageConfig) SlaveMemory(f Flow) Memory {
 
 // MasterMemory estimates what the master of the pipelined schedule of f
 // holds besides the data set: the windows of K mini-batches of data it
-// sends RBM_1 again at once when asked, and per RBM_i its checkpoints and its
+// sends RBM_1 at once, new or again (RBM_1's credit), and per RBM_i its checkpoints and its
 // trained weights. Of the checkpoints it holds the latest (weights.npz is
 // refreshed from it) and the encoding of the one it stores; in memory
 // (memnet, whose store is in memory) the stored ones too; over the wire
@@ -291,13 +291,13 @@ func MasterMemory(cfgs []StageConfig, f Flow) Memory {
 	}
 	c1 := cfgs[0]
 	total := c1.runWindows(f.Rows)
-	win := addSat(f.kept(1, total), 1)
+	win := addSat(min(f.credits(1), total), 1)
 	if f.Wire {
 		win = addSat(win, 2)
 	}
 	// The master keeps none of them: it deals those RBM_1 asks for again
-	// anew (protocol.Producer.Regenerate), as many at once as it would
-	// keep otherwise.
+	// anew (protocol.Producer.Regenerate), within RBM_1's credit like the
+	// new ones.
 	m.Add(fmt.Sprintf("windows of %d mini-batches of data for RBM_1 (dealt anew when asked for again)", c1.K), mulSat(win, c1.window(f.Rows, c1.Visible)))
 	for _, c := range cfgs {
 		i := c.Index

@@ -47,6 +47,8 @@ type LinkStats struct {
 // with its Seq over the whole run, and keeps every window the consumer's
 // checkpoints do not cover yet, to send it again when asked: after a loss
 // in flight, or to a replacement consumer resuming from a checkpoint.
+// Windows sent again stay within the credit too: a consumer that resumes
+// many windows back gets them as it trains, not all at once.
 type Producer struct {
 	run      Run
 	self     string
@@ -57,6 +59,10 @@ type Producer struct {
 	upTo     uint64 // windows with Seq < upTo may be sent
 	kept     []*messages.Chunk
 	keptFrom uint64 // the Seq of kept[0]
+	// resend is the Seq of the next kept window to send again; seq when
+	// none is due. endAgain: the end of the stream follows them.
+	resend   uint64
+	endAgain bool
 	// again, if set, makes a window anew, kept then as nil (Regenerate).
 	again func(seq uint64) *pipeline.Window
 	end   *messages.EndOfStream
@@ -67,7 +73,7 @@ type Producer struct {
 // rbm; 0 for the master's data) to consumer, whose next window has Seq
 // start: 0, or the checkpoint a producer resumes from.
 func NewProducer(run Run, self string, rbm int, consumer string, start uint64) *Producer {
-	return &Producer{run: run, self: self, rbm: rbm, consumer: consumer, seq: start, upTo: start, keptFrom: start}
+	return &Producer{run: run, self: self, rbm: rbm, consumer: consumer, seq: start, upTo: start, keptFrom: start, resend: start}
 }
 
 // Regenerate has the producer keep no window but make those asked for
@@ -76,14 +82,19 @@ func NewProducer(run Run, self string, rbm int, consumer string, start uint64) *
 // 2C + the lag above of them.
 func (p *Producer) Regenerate(again func(seq uint64) *pipeline.Window) { p.again = again }
 
-// Relink points the producer at a consumer that replaced a lost one.
-func (p *Producer) Relink(consumer string) { p.consumer = consumer }
+// Relink points the producer at a consumer that replaced a lost one: what
+// was due again to the lost one is dropped; the new one asks for its own.
+func (p *Producer) Relink(consumer string) {
+	p.consumer = consumer
+	p.resend, p.endAgain = p.seq, false
+}
 
 // Consumer names the current consumer.
 func (p *Producer) Consumer() string { return p.consumer }
 
-// CanSend reports whether the consumer granted credit for the next window.
-func (p *Producer) CanSend() bool { return p.end == nil && p.seq < p.upTo }
+// CanSend reports whether the consumer granted credit for the next window,
+// and every window due again was sent before it.
+func (p *Producer) CanSend() bool { return p.end == nil && p.resend == p.seq && p.seq < p.upTo }
 
 // Seq is the Seq the next window gets: the number of windows produced.
 func (p *Producer) Seq() uint64 { return p.seq }
@@ -108,6 +119,7 @@ func (p *Producer) Send(w *pipeline.Window) Envelope {
 		p.kept = append(p.kept, c)
 	}
 	p.seq++
+	p.resend = p.seq
 	p.stats.Windows++
 	return Envelope{From: p.self, To: p.consumer, Msg: c}
 }
@@ -129,10 +141,11 @@ func (p *Producer) Close(lastEpoch int) Envelope {
 
 // OnCredit takes the consumer's credit: more windows may be sent, those
 // its checkpoints cover are forgotten, and those it asks for again are
-// returned to be sent again. Credits of another consumer or run are
-// ignored. It fails when the consumer asks for a window the producer no
-// longer keeps: the protocol's restart rule (see updateKeeps) rules that
-// out, and the run cannot go on without it.
+// due again: it returns those of them the credit covers, to be sent again
+// (the rest follow with later credits). Credits of another consumer or run
+// are ignored. It fails when the consumer asks for a window the producer
+// no longer keeps: the protocol's restart rule (see updateKeeps) rules
+// that out, and the run cannot go on without it.
 func (p *Producer) OnCredit(from string, c *messages.Credit) ([]Envelope, error) {
 	if from != p.consumer || c.RBM != p.rbm {
 		return nil, nil
@@ -141,31 +154,43 @@ func (p *Producer) OnCredit(from string, c *messages.Credit) ([]Envelope, error)
 		return nil, nil
 	}
 	p.upTo = max(p.upTo, c.UpTo)
+	if c.Resend && c.Next <= p.seq {
+		if c.Next < p.keptFrom {
+			return nil, fmt.Errorf("rbm %d: %s asks for window %d again, but rbm %d keeps only the windows from %d on", p.rbm, from, c.Next, p.rbm, p.keptFrom)
+		}
+		// A consumer that resumed from a checkpoint grants less than the
+		// one before it: its credit counts from here.
+		p.upTo = c.UpTo
+		p.resend, p.endAgain = c.Next, p.end != nil
+	}
+	// The consumer has what comes before its Next.
+	p.resend = max(p.resend, min(c.Next, p.seq))
 	if d := min(c.Durable, p.seq); d > p.keptFrom {
 		n := d - p.keptFrom
 		clear(p.kept[:n])
 		p.kept = p.kept[n:]
 		p.keptFrom = d
 	}
-	if !c.Resend || c.Next > p.seq {
-		return nil, nil
-	}
-	if c.Next < p.keptFrom {
-		return nil, fmt.Errorf("rbm %d: %s asks for window %d again, but rbm %d keeps only the windows from %d on", p.rbm, from, c.Next, p.rbm, p.keptFrom)
-	}
+	return p.sendAgain(c.UpTo), nil
+}
+
+// sendAgain returns the windows due again below upTo, the consumer's
+// credit, and the end of the stream after the last of them.
+func (p *Producer) sendAgain(upTo uint64) []Envelope {
 	var again []Envelope
-	for i, k := range p.kept[c.Next-p.keptFrom:] {
+	for ; p.resend < p.seq && p.resend < upTo; p.resend++ {
+		k := p.kept[p.resend-p.keptFrom]
 		if k == nil {
-			seq := c.Next + uint64(i)
-			k = p.chunk(p.again(seq), seq)
+			k = p.chunk(p.again(p.resend), p.resend)
 		}
 		again = append(again, Envelope{From: p.self, To: p.consumer, Msg: k})
 	}
 	p.stats.Resent += uint64(len(again))
-	if p.end != nil {
+	if p.endAgain && p.resend == p.seq {
+		p.endAgain = false
 		again = append(again, Envelope{From: p.self, To: p.consumer, Msg: p.end})
 	}
-	return again, nil
+	return again
 }
 
 // Consumer is the receiving end of a link. It grants its producer credit

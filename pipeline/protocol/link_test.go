@@ -198,6 +198,66 @@ func TestProducerResend(t *testing.T) {
 	}
 }
 
+// A consumer that resumes far back gets the windows again as its credit
+// grows, not all at once; new windows and the end of the stream follow the
+// last of them.
+func TestProducerResendWithinCredit(t *testing.T) {
+	t.Parallel()
+	p := sent(6)
+	p.Close(0)
+	steps := []struct {
+		credit  *messages.Credit
+		want    []uint64
+		wantEnd bool
+	}{
+		{credit(3, 1, 1, true), []uint64{1, 2}, false}, // resumed at 1 with 2 credits
+		{credit(3, 3, 1, false), nil, false},           // a regrant: no new credit
+		{credit(4, 3, 1, false), []uint64{3}, false},   // window 1 trained
+		{credit(5, 4, 1, false), []uint64{4}, false},   // window 2 trained
+		{credit(7, 5, 1, false), []uint64{5}, true},    // the last window sent, and the end
+		{credit(9, 6, 1, false), nil, false},           // nothing more
+	}
+	var got []uint64
+	for i, st := range steps {
+		again, err := p.OnCredit("s2", st.credit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq, end := seqs(t, again, "s2")
+		if !reflect.DeepEqual(seq, st.want) || end != st.wantEnd {
+			t.Fatalf("step %d, OnCredit(%+v) sends %v (end %t); want %v (end %t)", i, st.credit, seq, end, st.want, st.wantEnd)
+		}
+		got = append(got, seq...)
+	}
+	if p.Stats().Resent != uint64(len(got)) {
+		t.Errorf("Stats().Resent = %d; want %d", p.Stats().Resent, len(got))
+	}
+
+	// Open: a new window waits until every window due again is sent.
+	p = sent(4)
+	p.OnCredit("s2", credit(3, 1, 1, true)) // windows 1 and 2 sent again
+	if p.CanSend() {
+		t.Fatalf("CanSend() with window 3 due again = true; want false")
+	}
+	again, _ := p.OnCredit("s2", credit(5, 3, 1, false))
+	if seq, _ := seqs(t, again, "s2"); !reflect.DeepEqual(seq, []uint64{3}) || !p.CanSend() {
+		t.Fatalf("credit up to 5 sends %v, CanSend() = %t; want [3], true", seq, p.CanSend())
+	}
+	if e := p.Send(window(0, 1)); e.Msg.(*messages.Chunk).Seq != 4 {
+		t.Fatalf("the new window has Seq %d; want 4", e.Msg.(*messages.Chunk).Seq)
+	}
+	if p.CanSend() {
+		t.Fatalf("CanSend() at window 5, credit up to 5 = true; want false (the earlier consumer's credit up to 100 is gone)")
+	}
+	// A relinked producer drops what was due to the lost consumer.
+	p = sent(4)
+	p.OnCredit("s2", credit(2, 1, 1, true))
+	p.Relink("s3")
+	if again, _ := p.OnCredit("s3", credit(6, 4, 1, false)); len(again) != 0 || !p.CanSend() {
+		t.Fatalf("s3's credit from 4 after Relink sends [%s], CanSend() = %t; want nothing, true", describe(again), p.CanSend())
+	}
+}
+
 func TestProducerClose(t *testing.T) {
 	t.Parallel()
 	p := sent(3)
