@@ -128,7 +128,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		if ids != nil {
 			creds = ids.Slaves
 		}
-		inMaster, err = startInMaster(ctx, cfg, url, creds, out, lay, cancel)
+		inMaster, err = newInMaster(ctx, cfg, url, creds, out, lay, cancel)
 	case cfg.Cluster.Slaves == 0 && emb != nil:
 		local, err = startLocalSlavesAs(ctx, cfg, opt, &localAuth{url: url, creds: ids.Slaves, connected: emb.Connected}, out, lay, cancel)
 	case cfg.Cluster.Slaves == 0:
@@ -196,7 +196,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		plan.Seating = lay.seating()
 	}
 	if inMaster != nil {
-		plan.Seating, plan.Peers = lay.seating(), inMaster.peers
+		plan.Seating, plan.Peers, plan.Listening = lay.seating(), inMaster.peers, inMaster.run
 	}
 	if rel.SaveEvery > 0 && rel.CheckpointEvery > 0 {
 		stopSaving := saver.every(rel.SaveEvery)

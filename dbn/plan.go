@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -195,14 +196,18 @@ func (l *layout) inMaster(cfg *config.Config) bool {
 // inMasterGroup is a stage group running inside the master's process.
 type inMasterGroup struct {
 	peers *natsnet.Peers
+	// start runs the group, once: when the master listens for
+	// registrations (natsnet.Plan.Listening).
+	start func()
+	once  sync.Once
 	done  chan struct{}
 }
 
-// startInMaster runs lay's one stage group in this process (natsnet.RunGroup
-// with the master's BLAS threads, as identities creds where the server
-// wants them), its log in out/slave-1.log. A group that fails cancels ctx
-// with a cause naming its log.
-func startInMaster(ctx context.Context, cfg *config.Config, url string, creds []natsnet.Credential, out string, lay *layout, cancel context.CancelCauseFunc) (*inMasterGroup, error) {
+// newInMaster prepares lay's one stage group to run in this process
+// (natsnet.RunGroup with the master's BLAS threads, as identities creds
+// where the server wants them), its log in out/slave-1.log. A group that
+// fails cancels ctx with a cause naming its log.
+func newInMaster(ctx context.Context, cfg *config.Config, url string, creds []natsnet.Credential, out string, lay *layout, cancel context.CancelCauseFunc) (*inMasterGroup, error) {
 	logPath := filepath.Join(out, "slave-1.log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -213,15 +218,24 @@ func startInMaster(ctx context.Context, cfg *config.Config, url string, creds []
 		URL: url, Credentials: creds, Threads: blas.Threads(), JoinTimeout: cfg.Cluster.JoinTimeout, Peers: g.peers,
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "slave", Output: f, Level: hclog.Info}),
 	}
-	go func() {
-		defer close(g.done)
-		defer f.Close()
-		if err := natsnet.RunGroup(ctx, opt, lay.names(0)); err != nil && ctx.Err() == nil {
-			cancel(fmt.Errorf("the slaves in the master failed: %v (their log: %s)", err, logPath))
-		}
-	}()
+	g.start = func() {
+		go func() {
+			defer close(g.done)
+			defer f.Close()
+			if err := natsnet.RunGroup(ctx, opt, lay.names(0)); err != nil && ctx.Err() == nil {
+				cancel(fmt.Errorf("the slaves in the master failed: %v (their log: %s)", err, logPath))
+			}
+		}()
+	}
 	return g, nil
 }
 
-// wait waits for the group's slaves to end.
-func (g *inMasterGroup) wait() { <-g.done }
+// run starts the group's slaves, once.
+func (g *inMasterGroup) run() { g.once.Do(g.start) }
+
+// wait waits for the group's slaves to end; a group that never started
+// (the master failed first) ends now.
+func (g *inMasterGroup) wait() {
+	g.once.Do(func() { close(g.done) })
+	<-g.done
+}

@@ -58,6 +58,12 @@ type Plan struct {
 	// only stalled, and goes on), or when the run ends.
 	Respawn func(ctx context.Context, rbm int, lost string) error
 
+	// Listening, if set, is called once the master listens for
+	// registrations (the server has its subscriptions): slaves started
+	// then are heard at their first registration, not a RegisterEvery
+	// later.
+	Listening func()
+
 	// Hooks see every slave's progress, from its status reports.
 	Hooks pipeline.Hooks
 	// Joined, Lost, Recovered and Checkpointed, if set, see every slave
@@ -147,6 +153,12 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 		if err := ep.subscribe(subject, f); err != nil {
 			return nil, err
 		}
+	}
+	if p.Listening != nil {
+		if err := m.nc.Flush(); err != nil {
+			return nil, err
+		}
+		p.Listening()
 	}
 	conn := make(chan bool, 16)
 	// A lost connection also ends the store operation under way: the acks

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
@@ -114,5 +115,54 @@ func TestHungSlaveIsTakenBack(t *testing.T) {
 	}
 	if got[1].Slave != stopped {
 		t.Errorf("rbm 2 finished by %s; want %s", got[1].Slave, stopped)
+	}
+}
+
+// TestListeningHearsTheFirstRegistration: Plan.Listening is called once the
+// master listens for registrations, so that a slave started then (the
+// master's own stage group) is heard at its first registration, not one
+// RegisterEvery later. The registration is published once, from
+// Listening: the run sees it join, or waits in vain.
+func TestListeningHearsTheFirstRegistration(t *testing.T) {
+	t.Parallel()
+	srv, nc := serve(t)
+	early, err := Connect(srv.URL(), "early")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer early.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls, joined := 0, make(chan string, 1)
+	_, err = NewMaster(nc, testLogger(t)).Run(ctx, Plan{
+		RunID: "listening", Stages: stageConfigs([]int{9, 6}, 1, 4, 1), Data: examples(3, 16, 9), N: 16, Credits: 2,
+		JoinTimeout: 3 * time.Second,
+		Listening: func() {
+			calls++
+			parts, err := messages.EncodeParts(&messages.Register{Name: "early", Host: "test", CPUs: 1, Protocol: messages.Version, Process: 1}, 1<<20, 1)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, p := range parts {
+				early.Publish(RegisterSubject, p)
+			}
+			early.Flush()
+		},
+		Joined: func(name, _ string, _ int) {
+			joined <- name
+			cancel() // nobody will train the RBM
+		},
+	})
+	if calls != 1 {
+		t.Errorf("Listening was called %d times; want 1", calls)
+	}
+	select {
+	case name := <-joined:
+		if name != "early" {
+			t.Errorf("joined: %s; want early", name)
+		}
+	default:
+		t.Fatalf("the registration published from Listening was not heard (Run: %v)", err)
 	}
 }
