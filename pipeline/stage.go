@@ -51,10 +51,18 @@ type StageConfig struct {
 // (i-1)·F, RBM_i+1 trains F windows on the middle results of a frozen RBM_i
 // (its final ones, as greedy's RBM_i+1 only ever sees), then freezes too.
 // The learning rate of the settle windows restarts at LearningRate and falls
-// linearly to the final rate at the last; the momentum is the final one.
+// linearly towards the final rate, which it would reach one window after
+// the last: the top RBM's last windows, the only ones on its final input in
+// a brief run, still learn. The momentum is the final one.
 type Settle struct {
 	From, Windows, Train int
 	LearningRate         float64
+}
+
+// rate is the learning rate of settle window j (0-based) for a stage whose
+// final rate is final.
+func (st Settle) rate(j int, final float64) float64 {
+	return st.LearningRate + (final-st.LearningRate)*float64(j)/float64(st.Windows)
 }
 
 // PlanSettle sets the Settle of every stage of a pipelined run over n
@@ -216,7 +224,7 @@ func (s *Stage) Train(in *Window, out *Window) error {
 			return fmt.Errorf("rbm %d: window %d is outside the settle phase, windows %d to %d", s.cfg.Index, in.Seq, st.From, st.From+st.Windows-1)
 		}
 		frozen = j >= st.Train
-		p.LearningRate = float32(st.LearningRate + (s.cfg.LearningRate[1]-st.LearningRate)*float64(j)/float64(max(1, st.Windows-1)))
+		p.LearningRate = float32(st.rate(j, s.cfg.LearningRate[1]))
 	}
 	if in.Epoch > s.epoch {
 		s.EndEpoch()
