@@ -128,6 +128,9 @@ type Pretrain struct {
 	// Middle is what a slave streams as its middle result: probabilities or
 	// samples. Default probabilities.
 	Middle rbm.Middle `mapstructure:"middle"`
+	// LCopy is when RBM_i+1's visible biases take the B_i of a window:
+	// every_window (the paper's rule, the default) or first_window.
+	LCopy LCopy `mapstructure:"l_copy"`
 	// LearningRate goes from 0.015 to 0.002 by default (the paper's Table
 	// 1); both in (0, MaxLearningRate].
 	LearningRate Schedule `mapstructure:"learning_rate"`
@@ -350,6 +353,7 @@ func Defaults() map[string]any {
 		"pretrain.k_batches":             10,
 		"pretrain.cd_k":                  1,
 		"pretrain.middle":                rbm.Probabilities,
+		"pretrain.l_copy":                EveryWindow,
 		"pretrain.learning_rate.initial": 0.015,
 		"pretrain.learning_rate.final":   0.002,
 		"pretrain.momentum.initial":      0.5,

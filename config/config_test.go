@@ -166,6 +166,7 @@ func TestBadEnumValues(t *testing.T) {
 		{"mode list", "pretrain: {mode: [greedy]}\n", [2]string{}, "", "pretrain.mode", "[greedy]"},
 		{"middle env", "", [2]string{"PIPEDBN_PRETRAIN_MIDDLE", "guesses"}, "", "pretrain.middle", `"guesses" (from env PIPEDBN_PRETRAIN_MIDDLE)`},
 		{"transport set", "", [2]string{}, "cluster.transport=pigeon", "cluster.transport", `"pigeon" (from --set cluster.transport)`},
+		{"l_copy", "pretrain: {l_copy: sometimes}\n", [2]string{}, "", "pretrain.l_copy", `"sometimes"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

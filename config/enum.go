@@ -60,6 +60,31 @@ func (t *Transport) UnmarshalText(b []byte) error {
 	return enumParse(t, b, transportNames, "transport")
 }
 
+// LCopy is when RBM_i+1's L_i-copy, its visible layer, takes the hidden
+// biases B_i that a window of RBM_i's middle results carries
+// (pretrain.l_copy).
+type LCopy int
+
+const (
+	// EveryWindow is the paper's rule: the L_i-copy's biases are B_i of
+	// every window; RBM_i+1's own updates to them last until the next.
+	EveryWindow LCopy = iota
+	// FirstWindow takes B_i of the first window only: RBM_i+1 then learns
+	// its visible biases on, as greedy's RBM_i+1 does.
+	FirstWindow
+)
+
+var lcopyNames = []string{EveryWindow: "every_window", FirstWindow: "first_window"}
+
+// String returns the YAML spelling: every_window or first_window.
+func (l LCopy) String() string { return enumString(l, lcopyNames, "LCopy") }
+
+// MarshalText returns the YAML spelling.
+func (l LCopy) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// UnmarshalText reads the YAML spelling.
+func (l *LCopy) UnmarshalText(b []byte) error { return enumParse(l, b, lcopyNames, "l_copy") }
+
 // Source is where the examples come from (data.source).
 type Source int
 
@@ -130,6 +155,8 @@ var enums = []enum{
 		func(c *Config) fmt.Stringer { return c.Pretrain.Mode }},
 	{"pretrain.middle", []fmt.Stringer{rbm.Probabilities, rbm.Samples}, rbm.Probabilities,
 		func(c *Config) fmt.Stringer { return c.Pretrain.Middle }},
+	{"pretrain.l_copy", []fmt.Stringer{EveryWindow, FirstWindow}, EveryWindow,
+		func(c *Config) fmt.Stringer { return c.Pretrain.LCopy }},
 	{"cluster.transport", []fmt.Stringer{NATS, Memory}, NATS,
 		func(c *Config) fmt.Stringer { return c.Cluster.Transport }},
 }

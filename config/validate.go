@@ -191,6 +191,7 @@ func (c *Config) Validate() error {
 	}
 	atLeast("pretrain.cd_k", p.CDK, 1)
 	enumOK("pretrain.middle")
+	enumOK("pretrain.l_copy")
 	rate("pretrain.learning_rate.initial", p.LearningRate.Initial, "")
 	rate("pretrain.learning_rate.final", p.LearningRate.Final, "")
 	fraction("pretrain.momentum.initial", p.Momentum.Initial)

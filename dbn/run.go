@@ -112,6 +112,7 @@ func StageConfigs(cfg *config.Config) []pipeline.StageConfig {
 			K:            p.KBatches,
 			CDK:          p.CDK,
 			Middle:       p.Middle,
+			LCopyOnce:    p.LCopy == config.FirstWindow,
 			LearningRate: [2]float64{p.LearningRate.Initial, p.LearningRate.Final},
 			Momentum:     [2]float64{p.Momentum.Initial, p.Momentum.Final},
 			WeightDecay:  p.WeightDecay,

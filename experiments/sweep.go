@@ -191,7 +191,7 @@ func ignoredKeys(c *config.Config) []string {
 		// One trainer in this process; K only groups its mini-batches;
 		// no slaves to lose, no checkpoints.
 		ks = append(ks, "cluster.nats_url", "cluster.slaves", "cluster.join_timeout", "cluster.credits",
-			"cluster.transport", "cluster.colocate", "pretrain.k_batches", "pretrain.settle",
+			"cluster.transport", "cluster.colocate", "pretrain.k_batches", "pretrain.settle", "pretrain.l_copy",
 			"cluster.plan", "cluster.local_slaves", "reliability")
 	case cl.Transport == config.Memory:
 		ks = append(ks, "cluster.nats_url", "cluster.slaves", "cluster.join_timeout", "cluster.colocate")

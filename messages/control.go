@@ -191,6 +191,9 @@ type Assign struct {
 	// SettleLearningRate. Windows 0: none.
 	SettleFrom, SettleWindows, SettleTrain int
 	SettleLearningRate                     float64
+	// LCopyOnce: the slave's visible biases take the B_{i-1} of its first
+	// input window only (pretrain.l_copy first_window), not of every one.
+	LCopyOnce bool
 }
 
 // Kind returns KindAssign.
@@ -255,6 +258,7 @@ func (m *Assign) fields(c *coder) {
 	c.int(&m.SettleWindows, "settle windows")
 	c.int(&m.SettleTrain, "settle train")
 	c.f64(&m.SettleLearningRate, "settle learning rate")
+	c.bool(&m.LCopyOnce, "l copy once")
 }
 
 // Stop tells the slaves to abandon a run.

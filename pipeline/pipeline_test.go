@@ -135,6 +135,36 @@ func TestLCopyBiasesFollowReceivedB(t *testing.T) {
 	}
 }
 
+// With LCopyOnce (pretrain.l_copy: first_window) the L_{i-1}-copy takes
+// the B_{i-1} of the first window only: what later windows carry changes
+// nothing, and the stage learns its visible biases on, as greedy's does.
+func TestLCopyOnceTakesTheFirstB(t *testing.T) {
+	cfg := testConfigs([]int{8, 6}, 2, 4, 1)[0]
+	cfg.Index, cfg.LCopyOnce = 2, true
+	x := examples(4, 4, 8)
+	train := func(first, second []float32) *Stage {
+		st := NewStage(cfg)
+		for seq, b := range [][]float32{first, second} {
+			if err := st.Train(&Window{Epoch: 0, Seq: seq, Rows: []int{4}, X: x, Bias: b}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return st
+	}
+	ones, twos := slices.Repeat([]float32{1}, 8), slices.Repeat([]float32{2}, 8)
+	a := train(ones, ones).RBM()
+	if b := train(ones, twos).RBM(); !slices.Equal(a.A, b.A) || !slices.Equal(a.W, b.W) {
+		t.Error("the second window's B_1 changed the stage; want it ignored")
+	}
+	if b := train(twos, ones).RBM(); slices.Equal(a.A, b.A) {
+		t.Error("the first window's B_1 did not set the visible biases")
+	}
+	cfg.LCopyOnce = false // the paper's rule, for contrast
+	if b := train(ones, twos).RBM(); slices.Equal(a.A, b.A) {
+		t.Error("every_window: the second window's B_1 changed nothing; want it to overwrite the visible biases")
+	}
+}
+
 // recon is r's mean squared reconstruction error on x (n rows), measured by a
 // CD-1 step with a zero learning rate, which leaves r unchanged.
 func recon(r *rbm.RBM, x []float32, n int) float64 {

@@ -40,6 +40,10 @@ type StageConfig struct {
 	WeightDecay float64
 	// Seed derives the RBM's initial weights and its sampling RNG.
 	Seed uint64
+	// LCopyOnce makes the L_{i-1}-copy (RBM_i's visible biases, i > 1)
+	// take the B_{i-1} of the first window only, and learn on from there;
+	// otherwise (the paper's rule) every window's B_{i-1} overwrites them.
+	LCopyOnce bool
 	// Settle is the stage's part in the settle phase; zero: none.
 	Settle Settle
 }
@@ -235,7 +239,9 @@ func (s *Stage) Train(in *Window, out *Window) error {
 		if len(in.Bias) != s.cfg.Visible {
 			return fmt.Errorf("rbm %d: window %d carries %d biases for a visible layer of %d", s.cfg.Index, in.Seq, len(in.Bias), s.cfg.Visible)
 		}
-		copy(s.rbm.A, in.Bias)
+		if !s.cfg.LCopyOnce || s.windows == 0 {
+			copy(s.rbm.A, in.Bias)
+		}
 	}
 	if n := in.TotalRows(); len(in.X) != n*s.cfg.Visible {
 		return fmt.Errorf("rbm %d: window %d holds %d values, want %d rows x %d", s.cfg.Index, in.Seq, len(in.X), n, s.cfg.Visible)

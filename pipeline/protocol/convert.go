@@ -23,7 +23,7 @@ func StageConfig(a *messages.Assign) (pipeline.StageConfig, error) {
 		Epochs: a.Epochs, BatchSize: a.BatchSize, K: a.K, CDK: a.CDK, Middle: middle,
 		LearningRate: [2]float64{a.LearningRate.Initial, a.LearningRate.Final},
 		Momentum:     [2]float64{a.Momentum.Initial, a.Momentum.Final},
-		WeightDecay:  a.WeightDecay, Seed: a.Seed,
+		WeightDecay:  a.WeightDecay, Seed: a.Seed, LCopyOnce: a.LCopyOnce,
 		Settle: pipeline.Settle{From: a.SettleFrom, Windows: a.SettleWindows, Train: a.SettleTrain, LearningRate: a.SettleLearningRate},
 	}, nil
 }
@@ -41,6 +41,7 @@ func assignment(run Run, c pipeline.StageConfig, rbms, rows, credits, checkpoint
 		BatchesPerEpoch: pipeline.BatchesPerEpoch(rows, c.BatchSize), RowsPerEpoch: rows,
 		Upstream: up, Downstream: down, Credits: credits, CheckpointEvery: checkpointEvery,
 		SettleFrom: c.Settle.From, SettleWindows: c.Settle.Windows, SettleTrain: c.Settle.Train, SettleLearningRate: c.Settle.LearningRate,
+		LCopyOnce: c.LCopyOnce,
 	}
 }
 
