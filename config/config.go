@@ -129,7 +129,7 @@ type Pretrain struct {
 	// samples. Default probabilities.
 	Middle rbm.Middle `mapstructure:"middle"`
 	// LCopy is when RBM_i+1's visible biases take the B_i of a window:
-	// every_window (the paper's rule, the default) or first_window.
+	// first_window (the default) or every_window (the paper's rule).
 	LCopy LCopy `mapstructure:"l_copy"`
 	// LearningRate goes from 0.015 to 0.002 by default (the paper's Table
 	// 1); both in (0, MaxLearningRate].
@@ -353,7 +353,7 @@ func Defaults() map[string]any {
 		"pretrain.k_batches":             10,
 		"pretrain.cd_k":                  1,
 		"pretrain.middle":                rbm.Probabilities,
-		"pretrain.l_copy":                EveryWindow,
+		"pretrain.l_copy":                FirstWindow,
 		"pretrain.learning_rate.initial": 0.015,
 		"pretrain.learning_rate.final":   0.002,
 		"pretrain.momentum.initial":      0.5,

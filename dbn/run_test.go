@@ -275,3 +275,19 @@ finetune: {epochs: 0}
 		}
 	}
 }
+
+// pretrain.l_copy reaches every RBM above the first: first_window by
+// default, the paper's every_window when asked for.
+func TestLCopyReachesTheStages(t *testing.T) {
+	body := "data: {source: synthetic}\ndbn: {layers: [16, 8, 4]}\npretrain: {epochs: 1}\n"
+	for _, tc := range []struct {
+		sets []string
+		once bool
+	}{{nil, true}, {[]string{"pretrain.l_copy=every_window"}, false}, {[]string{"pretrain.l_copy=first_window"}, true}} {
+		for _, s := range Stages(loadConfig(t, body, tc.sets...), 64) {
+			if s.LCopyOnce != tc.once {
+				t.Errorf("%v: RBM %d LCopyOnce %t; want %t", tc.sets, s.Index, s.LCopyOnce, tc.once)
+			}
+		}
+	}
+}

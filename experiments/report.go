@@ -67,6 +67,7 @@ func WriteReport(plan *SweepPlan, rows []SweepRow, regenerate string) ([]string,
 	a.simulate(&md, addPlot)
 	a.accuracy(&md, addPlot)
 	a.recon(&md, addPlot)
+	a.errorRatios(&md)
 	a.probe(&md, addPlot)
 	a.axis(&md, addPlot)
 	a.paired(&md, addPlot)

@@ -387,3 +387,49 @@ func differencePanel(tag string, q pairedQuantity, v pairedValues) (*plot.Plot, 
 	p.Y.Min, p.Y.Max = p.Y.Min-0.1*span, p.Y.Max+0.4*span // room for the glyphs and the legend
 	return p, nil
 }
+
+// errorRatios writes, for a sweep that varies pretrain.mode, each RBM's
+// final reconstruction error as the ratio pipelined / greedy: one row per
+// group of pairs, the mean over its finished pairs. It is the quality of the
+// two schedules at a glance, with one pair per group too.
+func (a *analysis) errorRatios(md *strings.Builder) {
+	groups := a.pairGroups()
+	rbms := 0
+	for _, g := range groups {
+		for _, p := range g.finished {
+			rbms = max(rbms, len(p.greedy.Result.RBMs), len(p.pipelined.Result.RBMs))
+		}
+	}
+	if rbms == 0 {
+		return
+	}
+	md.WriteString("\n## Each RBM's final error against greedy's\n\n")
+	md.WriteString("Each RBM's final reconstruction error (`final_recon_error`, on a common input) in the pipelined runs " +
+		"over the greedy run's they are compared with (same seed and repeat; greedy ignores `pretrain.k_batches`, " +
+		"`pretrain.settle`, …): above 1, pipelined ends worse. Mean over the finished pairs of each row (n).\n\n")
+	md.WriteString("| setting | n |")
+	for i := range rbms {
+		fmt.Fprintf(md, " RBM %d |", i+1)
+	}
+	md.WriteString("\n|---|---:|" + strings.Repeat("---:|", rbms) + "\n")
+	for _, g := range groups {
+		if len(g.finished) == 0 {
+			continue
+		}
+		fmt.Fprintf(md, "| %s | %d |", g.label, len(g.finished))
+		for i := range rbms {
+			var ratios []float64
+			for _, p := range g.finished {
+				if i < len(p.greedy.Result.RBMs) && i < len(p.pipelined.Result.RBMs) {
+					ratios = append(ratios, p.pipelined.Result.RBMs[i].FinalReconError/p.greedy.Result.RBMs[i].FinalReconError)
+				}
+			}
+			if len(ratios) == 0 {
+				md.WriteString(" – |")
+				continue
+			}
+			fmt.Fprintf(md, " %.3f |", meanCIOf(ratios).mean)
+		}
+		md.WriteString("\n")
+	}
+}

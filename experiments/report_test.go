@@ -286,6 +286,11 @@ sweep:
 		k10 + "\n\n5 of 5 pairs finished.\n",
 		pairedRow("test accuracy (%)", "%.2f", greedyAcc, pipelinedAcc10),
 		"](paired.png)",
+		// Each RBM's error against greedy's, at a glance: both K have
+		// the same RBM 1 errors; RBM 2 is fakeResult's in both modes.
+		"## Each RBM's final error against greedy's",
+		fmt.Sprintf("| pipelined, whole box vs greedy, whole box · pretrain.k_batches=5 | 5 | %.3f | 1.000 |", rm),
+		fmt.Sprintf("| pipelined, whole box vs greedy, whole box · pretrain.k_batches=10 | 5 | %.3f | 1.000 |", rm),
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
@@ -327,8 +332,14 @@ sweep:
 			}
 			checkPNGs(t, p.Dir, nil, []string{plotPaired})
 			b, _ := os.ReadFile(filepath.Join(p.Dir, "report.md"))
-			if md := string(b); strings.Contains(md, "paired") {
+			md := string(b)
+			if strings.Contains(md, "paired") {
 				t.Errorf("report.md has a paired comparison:\n%s", md)
+			}
+			// One pair per group still gets each RBM's error against
+			// greedy's; a sweep without both modes does not.
+			if got, want := strings.Contains(md, "## Each RBM's final error against greedy's"), name == "one pair each"; got != want {
+				t.Errorf("report.md has each RBM's error against greedy's: %t; want %t:\n%s", got, want, md)
 			}
 		})
 	}
