@@ -36,6 +36,9 @@ func tiny(checkpointEvery int) (protocol.MasterConfig, []string) {
 			Index: i, Visible: layers[i-1], Hidden: layers[i], Units: rbm.Bernoulli, Epochs: 3, BatchSize: 4, K: 2, CDK: 1,
 			Middle: rbm.Probabilities, LearningRate: [2]float64{0.1, 0.05}, Momentum: [2]float64{0.5, 0.9},
 			WeightDecay: 2e-4, Seed: uint64(100 + i),
+			// Both L-copy rules: RBM_2 takes every window's B_1,
+			// RBM_3 the first window's B_2 only.
+			LCopyOnce: i == 3,
 		})
 		slaves = append(slaves, fmt.Sprintf("local-%d", i))
 	}
