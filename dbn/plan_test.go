@@ -76,32 +76,45 @@ finetune: {epochs: 0}
 	}
 }
 
-// TestRestartCalledOffForATakenBackSlave: a local slave that stalled past
-// lost_after and then spoke again is taken back by the master; its restart,
-// asked for at the loss, must leave its process alone (killing it would
-// throw away its work since its checkpoint, and lose it a second time).
-func TestRestartCalledOffForATakenBackSlave(t *testing.T) {
-	t.Parallel()
+// sleepingSlaves starts local "slaves" that only sleep, one process per
+// stage group of groups, and ends them when the test ends.
+func sleepingSlaves(t *testing.T, groups [][2]int) *localSlaves {
+	t.Helper()
 	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
 	ls := &localSlaves{
 		ctx: ctx, cancel: cancel, log: hclog.NewNullLogger(), command: []string{"/bin/sh", "-c", "sleep 60", "sh"},
-		out: t.TempDir(), layout: &layout{groups: [][2]int{{1, 1}}, threads: 1}, threads: 1, lostAfter: time.Minute,
-		lenient: true, auth: &localAuth{},
-		cmds: map[int]*exec.Cmd{}, exits: map[int]chan struct{}{}, started: map[int]time.Time{}, restarts: map[int]int{},
-		restarting: map[int]*sync.Mutex{0: {}},
+		out: t.TempDir(), layout: &layout{groups: groups, threads: 1}, threads: 1, lostAfter: time.Minute, lenient: true,
+		auth: &localAuth{}, cmds: map[int]*exec.Cmd{}, exits: map[int]chan struct{}{}, started: map[int]time.Time{},
+		restarts: map[int]int{}, restarting: map[int]*sync.Mutex{},
 	}
-	defer func() {
+	for p := range groups {
+		ls.restarting[p] = new(sync.Mutex)
+	}
+	t.Cleanup(func() {
+		cancel(nil)
 		ls.mu.Lock()
 		for _, c := range ls.cmds {
 			c.Process.Kill()
 		}
 		ls.mu.Unlock()
 		ls.exited.Wait()
-	}()
-	if err := ls.start(0, false); err != nil {
-		t.Fatal(err)
+	})
+	for p := range groups {
+		if err := ls.start(p, false); err != nil {
+			t.Fatal(err)
+		}
 	}
+	return ls
+}
+
+// TestRestartCalledOffForATakenBackSlave: a local slave that stalled past
+// lost_after and then spoke again is taken back by the master; its restart,
+// asked for at the loss, must leave its process alone (killing it would
+// throw away its work since its checkpoint, and lose it a second time).
+func TestRestartCalledOffForATakenBackSlave(t *testing.T) {
+	t.Parallel()
+	ls := sleepingSlaves(t, [][2]int{{1, 1}})
+	ctx := ls.ctx
 	ls.mu.Lock()
 	ls.started[0] = time.Now().Add(-time.Hour) // long before the loss
 	first, exited := ls.cmds[0].Process.Pid, ls.exits[0]
@@ -133,28 +146,8 @@ func TestRestartCalledOffForATakenBackSlave(t *testing.T) {
 // two processes with the same names would take each other's names away.
 func TestSimultaneousLossesRestartAGroupOnce(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	lay := &layout{groups: [][2]int{{1, 2}, {3, 3}}, threads: 1}
-	ls := &localSlaves{
-		ctx: ctx, cancel: cancel, log: hclog.NewNullLogger(), command: []string{"/bin/sh", "-c", "sleep 60", "sh"},
-		out: t.TempDir(), layout: lay, threads: 1, lostAfter: time.Minute, lenient: true, auth: &localAuth{},
-		cmds: map[int]*exec.Cmd{}, exits: map[int]chan struct{}{}, started: map[int]time.Time{}, restarts: map[int]int{},
-		restarting: map[int]*sync.Mutex{0: {}, 1: {}},
-	}
-	defer func() {
-		ls.mu.Lock()
-		for _, c := range ls.cmds {
-			c.Process.Kill()
-		}
-		ls.mu.Unlock()
-		ls.exited.Wait()
-	}()
-	for p := range 2 {
-		if err := ls.start(p, false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ls := sleepingSlaves(t, [][2]int{{1, 2}, {3, 3}})
+	ctx := ls.ctx
 	ls.mu.Lock()
 	ls.started[0] = time.Now().Add(-time.Hour) // long before the losses
 	first := ls.cmds[0].Process.Pid
