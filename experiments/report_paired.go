@@ -156,17 +156,23 @@ func pairedQuantities(prs []pair) []pairedQuantity {
 		rbms = max(rbms, len(p.greedy.Result.RBMs), len(p.pipelined.Result.RBMs))
 	}
 	for i := range rbms {
-		qs = append(qs, pairedQuantity{name: fmt.Sprintf("RBM %d final recon. error", i+1), format: "%.5f", ratio: true,
-			value: func(r *dbn.Result) (float64, bool) {
-				if i >= len(r.RBMs) {
-					return 0, false
-				}
-				return r.RBMs[i].FinalReconError, true
-			}})
+		qs = append(qs, reconQuantity(i))
 	}
 	return slices.DeleteFunc(qs, func(q pairedQuantity) bool {
 		return !slices.ContainsFunc(prs, func(p pair) bool { _, _, ok := q.values(p); return ok })
 	})
+}
+
+// reconQuantity is RBM i+1's final reconstruction error, compared as a
+// ratio too.
+func reconQuantity(i int) pairedQuantity {
+	return pairedQuantity{name: fmt.Sprintf("RBM %d final recon. error", i+1), format: "%.5f", ratio: true,
+		value: func(r *dbn.Result) (float64, bool) {
+			if i >= len(r.RBMs) {
+				return 0, false
+			}
+			return r.RBMs[i].FinalReconError, true
+		}}
 }
 
 // values returns q of both runs of p, and whether both have it.
@@ -418,17 +424,12 @@ func (a *analysis) errorRatios(md *strings.Builder) {
 		}
 		fmt.Fprintf(md, "| %s | %d |", g.label, len(g.finished))
 		for i := range rbms {
-			var ratios []float64
-			for _, p := range g.finished {
-				if i < len(p.greedy.Result.RBMs) && i < len(p.pipelined.Result.RBMs) {
-					ratios = append(ratios, p.pipelined.Result.RBMs[i].FinalReconError/p.greedy.Result.RBMs[i].FinalReconError)
-				}
-			}
-			if len(ratios) == 0 {
+			v := reconQuantity(i).over(a, g.finished)
+			if len(v.ratio) == 0 {
 				md.WriteString(" – |")
 				continue
 			}
-			fmt.Fprintf(md, " %.3f |", meanCIOf(ratios).mean)
+			fmt.Fprintf(md, " %.3f |", v.ratioS.mean)
 		}
 		md.WriteString("\n")
 	}

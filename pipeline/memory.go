@@ -275,8 +275,8 @@ func (c StageConfig) SlaveMemory(f Flow) Memory {
 
 // MasterMemory estimates what the master of the pipelined schedule of f
 // holds besides the data set: the windows of K mini-batches of data it
-// sends RBM_1 at once, new or again (RBM_1's credit), and per RBM_i its checkpoints and its
-// trained weights. Of the checkpoints it holds the latest (weights.npz is
+// sends RBM_1 at once, new or again (RBM_1's credit), and per RBM_i its
+// checkpoints and its trained weights. Of the checkpoints it holds the latest (weights.npz is
 // refreshed from it) and the encoding of the one it stores; in memory
 // (memnet, whose store is in memory) the stored ones too; over the wire
 // the fragments of the one arriving and its decoding (its store is
