@@ -250,11 +250,11 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 			}()
 		}
 		want := map[string]family{}
-		if up != "" {
-			want[dataSubject(run.ID, up)] = windows
+		for _, p := range up {
+			want[dataSubject(run.ID, p)] = windows
 		}
-		if down != "" {
-			want[creditSubject(run.ID, down)] = credits
+		for _, c := range down {
+			want[creditSubject(run.ID, c)] = credits
 		}
 		return ep.follow(want)
 	}

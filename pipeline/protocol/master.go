@@ -155,7 +155,7 @@ type Master struct {
 	starts   []*messages.Checkpoint
 
 	src   *pipeline.Source
-	feed  *Producer
+	feed  *Dealer
 	dealt bool // every data window was dealt
 }
 
@@ -475,8 +475,8 @@ func (m *Master) maybeRun(now time.Duration) {
 	c := m.cfg.Stages[0]
 	m.src = pipeline.NewSource(m.cfg.Data, m.cfg.N, c.Visible, c.BatchSize, c.K, m.cfg.ShuffleSeed)
 	first := m.starts[1].GetWindows()
-	m.feed = NewProducer(m.cfg.Run, MasterName, 0, m.seats[1].slave, uint64(first))
-	m.feed.Regenerate(func(seq uint64) *pipeline.Window { return m.src.Again(int(seq)) })
+	m.feed = NewDealer(m.cfg.Run, MasterName, Alone, 0, []string{m.seats[1].slave}, uint64(first))
+	m.feed.Regenerate(func(g uint64) *pipeline.Window { return m.src.Again(int(g)) })
 	for n := 0; n < first; n++ {
 		m.src.NextOf(c) // dealt before the resume point
 	}
@@ -512,7 +512,7 @@ func (m *Master) pumpFeed() {
 		w, ok := m.src.NextOf(c)
 		if !ok {
 			m.dealt = true
-			m.out.Messages = append(m.out.Messages, m.feed.Close(c.LastEpoch(m.cfg.N)))
+			m.out.Messages = append(m.out.Messages, m.feed.Close(c.LastEpoch(m.cfg.N))...)
 			return
 		}
 		m.out.Messages = append(m.out.Messages, m.feed.Send(w))

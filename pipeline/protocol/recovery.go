@@ -239,7 +239,7 @@ func (m *Master) takeOver(now time.Duration, i int, cp *messages.Checkpoint) {
 	m.assign(i, true, cp)
 	if name != v.lost {
 		if i == 1 {
-			m.feed.Relink(name)
+			m.feed.Relink(0, name)
 		}
 		for _, j := range []int{i - 1, i + 1} {
 			if j >= 1 && j <= m.L && m.seats[j].lost == nil {

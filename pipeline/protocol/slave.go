@@ -104,8 +104,8 @@ type Slave struct {
 	assign *messages.Assign
 	stage  *pipeline.Stage
 	stats  pipeline.Stats // the stage's, as of the end of its last job
-	in     *Consumer
-	down   *Producer
+	in     *Gatherer
+	down   *Dealer
 	job    *Job
 	held   *pipeline.Window // a middle result waiting for credit
 	state  pipeline.State
@@ -172,14 +172,15 @@ func (s *Slave) OutputStats() LinkStats {
 }
 
 // Links returns the run the slave trains in and its current neighbours:
-// the producer of its input and the consumer of its middle results ("" for
-// none). A transport subscribes to what they send.
-func (s *Slave) Links() (run Run, upstream, downstream string) {
+// the producers of its input and the consumers of its middle results
+// (none for the top RBM), the replicas of a group in order. A transport
+// subscribes to what they send.
+func (s *Slave) Links() (run Run, upstream, downstream []string) {
 	if s.in != nil {
-		upstream = s.in.Producer()
+		upstream = s.in.Producers()
 	}
 	if s.down != nil {
-		downstream = s.down.Consumer()
+		downstream = s.down.Consumers()
 	}
 	return s.run, upstream, downstream
 }
@@ -363,13 +364,13 @@ func (s *Slave) assigned(now time.Duration, a *messages.Assign) {
 		if ok, _ := s.run.matches(a.RunID, a.Incarnation); !ok || a.RBM != s.assign.RBM {
 			return
 		}
-		if s.in != nil && a.Upstream != s.in.Producer() {
+		if s.in != nil && a.Upstream != s.in.Producers()[0] {
 			s.log.Info("new upstream", "slave", a.Upstream)
-			s.out.Messages = append(s.out.Messages, s.in.Relink(now, a.Upstream))
+			s.out.Messages = append(s.out.Messages, s.in.Relink(now, 0, a.Upstream)...)
 		}
-		if s.down != nil && a.Downstream != "" && a.Downstream != s.down.Consumer() {
+		if s.down != nil && a.Downstream != "" && a.Downstream != s.down.Consumers()[0] {
 			s.log.Info("new downstream", "slave", a.Downstream)
-			s.down.Relink(a.Downstream)
+			s.down.Relink(0, a.Downstream)
 		}
 		s.assign.Upstream, s.assign.Downstream = a.Upstream, a.Downstream
 		return
@@ -437,13 +438,13 @@ func (s *Slave) resume(now time.Duration, c *messages.Checkpoint) {
 // begin opens the links and starts training at window start.
 func (s *Slave) begin(now time.Duration, start uint64) {
 	a := s.assign
-	s.in = NewConsumer(s.run, s.cfg.Name, a.Upstream, a.RBM-1, a.Visible, a.Credits, start, a.CheckpointEvery > 0, s.cfg.Timing)
+	s.in = NewGatherer(s.run, s.cfg.Name, Alone, []string{a.Upstream}, a.RBM-1, a.Visible, a.Credits, start, a.CheckpointEvery > 0, s.cfg.Timing)
 	if a.Downstream != "" {
-		s.down = NewProducer(s.run, s.cfg.Name, a.RBM, a.Downstream, start)
+		s.down = NewDealer(s.run, s.cfg.Name, Alone, a.RBM, []string{a.Downstream}, start)
 	}
 	s.phase, s.deadline = training, 0
 	s.state, s.since = pipeline.WaitingInput, now
-	s.out.Messages = append(s.out.Messages, s.in.Start(now))
+	s.out.Messages = append(s.out.Messages, s.in.Start(now)...)
 	s.report(now)
 }
 
@@ -537,7 +538,7 @@ func (s *Slave) finish(now time.Duration) {
 	s.stage.EndEpoch()
 	s.setState(now, pipeline.Done)
 	if s.down != nil {
-		s.out.Messages = append(s.out.Messages, s.down.Close(s.stats.Epoch))
+		s.out.Messages = append(s.out.Messages, s.down.Close(s.stats.Epoch)...)
 	}
 	if ls := s.in.Stats(); ls.Rejected.Total() > 0 {
 		s.log.Warn("input link anomalies", "rejected", ls.Rejected.String(), "resends", ls.Resends)
@@ -577,10 +578,10 @@ func (s *Slave) report(now time.Duration) {
 	}
 	if s.in != nil {
 		m.Rejected = s.in.Stats().Rejected
-		m.Upstream = s.in.Producer()
+		m.Upstream = s.in.Producers()[0]
 	}
 	if s.down != nil {
-		m.Downstream = s.down.Consumer()
+		m.Downstream = s.down.Consumers()[0]
 	}
 	s.send(MasterName, m)
 }

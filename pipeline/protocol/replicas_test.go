@@ -1,0 +1,148 @@
+package protocol
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/pipedbn/pipedbn/messages"
+)
+
+func TestLinkWindowsCountsTheLinksWindows(t *testing.T) {
+	t.Parallel()
+	for q := 1; q <= 4; q++ {
+		for r := 1; r <= 4; r++ {
+			for a := range q {
+				for b := range r {
+					from, to := Replica{a, q}, Replica{b, r}
+					want := uint64(0)
+					for g := uint64(0); g < 60; g++ {
+						if got := LinkWindows(g, from, to); got != want {
+							t.Fatalf("LinkWindows(%d, %v, %v) = %d; want %d", g, from, to, got, want)
+						}
+						if g%uint64(q) == uint64(a) && g%uint64(r) == uint64(b) {
+							want++
+						}
+					}
+					if Shares(from, to) != (want > 0) {
+						t.Fatalf("Shares(%v, %v) = %v; the link carries %d of 60 windows", from, to, Shares(from, to), want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestReplicasGetEveryWindowOnceInOrder runs q producer replicas dealing a
+// stream of W windows to r consumer replicas, losing chunks and credits on
+// the way: every consumer replica b must take exactly the windows g with
+// g mod r = b, in order, each with its global Seq and its own values.
+func TestReplicasGetEveryWindowOnceInOrder(t *testing.T) {
+	t.Parallel()
+	const W = 23
+	for _, c := range []struct{ q, r int }{{1, 1}, {1, 3}, {3, 1}, {2, 2}, {2, 3}, {4, 2}} {
+		for _, loss := range []float64{0, 0.2} {
+			t.Run(fmt.Sprintf("q=%d,r=%d,loss=%v", c.q, c.r, loss), func(t *testing.T) {
+				t.Parallel()
+				checkReplicas(t, c.q, c.r, W, loss)
+			})
+		}
+	}
+}
+
+func checkReplicas(t *testing.T, q, r, W int, loss float64) {
+	rng := rand.New(rand.NewPCG(uint64(q*10+r), uint64(loss*100)))
+	var producers, consumers []string
+	for a := range q {
+		producers = append(producers, fmt.Sprintf("p%d", a))
+	}
+	for b := range r {
+		consumers = append(consumers, fmt.Sprintf("c%d", b))
+	}
+	dealers := map[string]*Dealer{}
+	own := map[string]int{} // the windows each producer replica makes
+	for a, p := range producers {
+		dealers[p] = NewDealer(testRun, p, Replica{a, q}, 1, consumers, 0)
+		for g := a; g < W; g += q {
+			own[p]++
+		}
+	}
+	gatherers := map[string]*Gatherer{}
+	taken := map[string][]int{}
+	var queue []Envelope
+	now := time.Duration(0)
+	for b, c := range consumers {
+		gatherers[c] = NewGatherer(testRun, c, Replica{b, r}, producers, 1, 2, 2, 0, false, testTiming())
+		queue = append(queue, gatherers[c].Start(now)...)
+	}
+	for step := 0; step < 10000; step++ {
+		for _, p := range producers {
+			d := dealers[p]
+			for d.CanSend() && int(d.Sent()) < own[p] {
+				g := Replica{slices.Index(producers, p), q}.Global(d.Sent())
+				queue = append(queue, d.Send(window(0, float32(g))))
+			}
+			if int(d.Sent()) == own[p] && d.CanSend() {
+				queue = append(queue, d.Close(0)...)
+			}
+		}
+		next := queue
+		queue = nil
+		for _, e := range next {
+			if _, ok := e.Msg.(*messages.Chunk); ok && rng.Float64() < loss {
+				continue
+			}
+			if _, ok := e.Msg.(*messages.Credit); ok && rng.Float64() < loss {
+				continue
+			}
+			switch m := e.Msg.(type) {
+			case *messages.Chunk:
+				queue = append(queue, gatherers[e.To].OnChunk(now, e.From, m)...)
+			case *messages.EndOfStream:
+				out, err := gatherers[e.To].OnEnd(now, e.From, m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				queue = append(queue, out...)
+			case *messages.Credit:
+				out, err := dealers[e.To].OnCredit(e.From, m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				queue = append(queue, out...)
+			}
+		}
+		done := true
+		for _, c := range consumers {
+			gt := gatherers[c]
+			for gt.Ready() {
+				w := gt.Take()
+				if w.X[0] != float32(w.Seq) {
+					t.Fatalf("%s took window %d holding the values of window %v", c, w.Seq, w.X[0])
+				}
+				taken[c] = append(taken[c], w.Seq)
+				queue = append(queue, gt.Trained(now))
+			}
+			queue = append(queue, gt.Tick(now)...)
+			done = done && gt.Ended()
+		}
+		if done {
+			break
+		}
+		now += 100 * time.Millisecond
+	}
+	for b, c := range consumers {
+		var want []int
+		for g := b; g < W; g += r {
+			want = append(want, g)
+		}
+		if fmt.Sprint(taken[c]) != fmt.Sprint(want) {
+			t.Errorf("replica %d took windows %v; want %v", b, taken[c], want)
+		}
+		if !gatherers[c].Ended() {
+			t.Errorf("replica %d did not see the end of its stream", b)
+		}
+	}
+}
