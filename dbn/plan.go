@@ -17,6 +17,7 @@ import (
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
 	"github.com/pipedbn/pipedbn/pipeline/plan"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
@@ -127,11 +128,11 @@ func measureSpeed() float64 {
 }
 
 // seating names the RBM of every local slave: local-i trains RBM_i.
-func (l *layout) seating() map[string]int {
-	s := map[string]int{}
+func (l *layout) seating() map[string]protocol.Seat {
+	s := map[string]protocol.Seat{}
 	for _, g := range l.groups {
 		for i := g[0]; i <= g[1]; i++ {
-			s[localSlaveName(i)] = i
+			s[localSlaveName(i)] = protocol.Seat{RBM: i}
 		}
 	}
 	return s

@@ -11,7 +11,7 @@ import (
 
 // Version is the version of the wire format that Encode writes and Decode
 // accepts. Change it whenever a body layout changes.
-const Version uint16 = 6
+const Version uint16 = 7
 
 const (
 	magic = "PDBN"
@@ -267,6 +267,32 @@ func (c *coder) str(v *string, field string) {
 	if p := c.take(field, uint64(n)); p != nil {
 		*v = string(p)
 	}
+}
+
+// strs codes a length-prefixed list of strings. Reading, it checks that
+// the input holds the count's length prefixes before it allocates.
+func (c *coder) strs(v *[]string, field string) {
+	if !c.reading {
+		c.length(len(*v), field)
+		for i := range *v {
+			c.str(&(*v)[i], field)
+		}
+		return
+	}
+	var n uint32
+	c.u32(&n, field)
+	if c.err != nil || n == 0 {
+		return
+	}
+	if uint64(n)*4 > uint64(len(c.b)) {
+		c.fail(field, "%d strings, %d bytes left: %w", n, len(c.b), ErrTruncated)
+		return
+	}
+	s := make([]string, n)
+	for i := range s {
+		c.str(&s[i], field)
+	}
+	*v = s
 }
 
 // length writes the uint32 length prefix of a string or slice.

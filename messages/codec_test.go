@@ -42,7 +42,7 @@ func testChunk(seed uint64, cols int, batchRows ...int) *Chunk {
 func testWeights(visible, hidden int) *Weights {
 	rng := rand.New(rand.NewPCG(7, 7))
 	w := &Weights{
-		RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Visible: visible, Hidden: hidden,
+		RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Replica: 1, Visible: visible, Hidden: hidden,
 		W: make([]float32, visible*hidden), A: make([]float32, visible), B: make([]float32, hidden),
 		ReconErrors: []float64{0.0712, 0.0523, 0.0488},
 		Batches:     705, BusySeconds: 11.04, WaitSeconds: 0.41, BytesIn: 183_500_800, BytesOut: 125_440_000,
@@ -69,27 +69,32 @@ func testMessages() []Message {
 			Units: UnitsBernoulli, Epochs: 20, BatchSize: 256, K: 10, CDK: 1, Middle: MiddleProbabilities,
 			LearningRate: Schedule{Initial: 0.015, Final: 0.002}, Momentum: Schedule{Initial: 0.5, Final: 0.9},
 			WeightDecay: 0.0002, Seed: 1, BatchesPerEpoch: 235, RowsPerEpoch: 60000,
-			Upstream: "slave-1", Downstream: "slave-3", Credits: 4, CheckpointEvery: 5, Resume: true, Process: 0x9e3779b97f4a7c15,
+			Upstream: []string{"slave-1a", "slave-1b"}, Downstream: []string{"slave-3"}, Replica: 1, Replicas: 2, SyncEvery: 4,
+			Credits: 4, CheckpointEvery: 5, Resume: true, Process: 0x9e3779b97f4a7c15,
 			SettleFrom: 120, SettleWindows: 12, SettleTrain: 6, SettleLearningRate: 0.03, LCopyOnce: true,
 		},
 		testChunk(1, 16, 8, 8, 3),
 		&EndOfStream{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 1, Epoch: 20, Windows: 480},
 		&Credit{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 1, UpTo: 50, Next: 47, Durable: 40, Resend: true},
 		&Status{
-			RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Slave: "slave-2", Process: 0x9e3779b97f4a7c15, State: StateWaitingInput,
+			RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Replica: 1, Slave: "slave-2", Process: 0x9e3779b97f4a7c15, State: StateWaitingInput,
 			Epoch: 4, Batches: 801, ReconError: 0.0391, ReconErrors: []float64{0.061, 0.047, 0.042},
 			BusySeconds: 31.5, WaitSeconds: 2.25, BytesIn: 98_000_000, BytesOut: 97_000_000,
 			Rejected: Rejections{RejectCorrupt: 3, RejectForeign: 1, RejectShape: 2, RejectDuplicate: 17, RejectGap: 5, RejectStale: 4},
-			Upstream: "slave-1", Downstream: "slave-3",
+			Upstream: []string{"slave-1a", "slave-1b"}, Downstream: []string{"slave-3"},
 		},
 		&Status{Slave: "slave-9", State: StateIdle},
 		testWeights(7, 5),
-		&Error{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 3, Text: "interrupt (at window 40)", Stopped: true},
+		&Error{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 3, Replica: 1, Text: "interrupt (at window 40)", Stopped: true},
 		&Error{RunID: "quickstart-20250101T120000", RBM: 3, Text: "rbm: reconstruction error is NaN at epoch 2"},
 		&Stop{RunID: "quickstart-20250101T120000", Incarnation: 2, Reason: "slave-2 failed", Process: 77},
 		testCheckpoint(6, 4),
 		&Checkpoint{RunID: "quickstart-20250101T120000", RBM: 2},
-		&CheckpointAck{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Windows: 40, Durable: 30},
+		&CheckpointAck{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Replica: 1, Windows: 40, Durable: 30},
+		&Params{
+			RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 3, Replica: 1, Round: 7, Final: true, Windows: 4, Visible: 2, Hidden: 3,
+			W: []float32{0.5, -0.25, 1, 2, -3, 0.125}, A: []float32{0.1, -0.1}, B: []float32{1, 2, 3},
+		},
 		&Admission{Slave: "slave-3", Outcome: InUse, Reason: "name slave-3 is taken", Process: 12},
 		&Admission{Slave: "slave-4", Outcome: Admitted},
 	}
@@ -125,7 +130,7 @@ func TestKindString(t *testing.T) {
 		want string
 	}{
 		{KindRegister, "register"}, {KindChunk, "chunk"}, {KindEndOfStream, "end-of-stream"},
-		{KindStop, "stop"}, {0, "Kind(0)"}, {kindEnd, "Kind(15)"}, {KindCheckpoint, "checkpoint"},
+		{KindStop, "stop"}, {0, "Kind(0)"}, {kindEnd, "Kind(16)"}, {KindParams, "params"}, {KindCheckpoint, "checkpoint"},
 		{KindAdmission, "admission"}, {kindRetired4, "Kind(4)"}, {kindRetired10, "Kind(10)"},
 	}
 	for _, tt := range tests {
@@ -216,7 +221,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"version 3", edit(func(b []byte) []byte { b[4] = 3; return refresh(b) }), ErrVersion},
 		{"version 4", edit(func(b []byte) []byte { b[4] = 4; return refresh(b) }), ErrVersion},
 		{"version 5", edit(func(b []byte) []byte { b[4] = 5; return refresh(b) }), ErrVersion},
-		{"version 7", edit(func(b []byte) []byte { b[4] = 7; return refresh(b) }), ErrVersion},
+		{"version 6", edit(func(b []byte) []byte { b[4] = 6; return refresh(b) }), ErrVersion},
+		{"version 8", edit(func(b []byte) []byte { b[4] = 8; return refresh(b) }), ErrVersion},
 		{"version 0", edit(func(b []byte) []byte { b[4] = 0; return refresh(b) }), ErrVersion},
 		{"flipped body bit", edit(func(b []byte) []byte { b[headerSize+20] ^= 1; return b }), ErrChecksum},
 		{"flipped crc bit", edit(func(b []byte) []byte { b[len(b)-1] ^= 0x80; return b }), ErrChecksum},
@@ -261,7 +267,15 @@ func TestDecodeErrors(t *testing.T) {
 		{"incarnation truncated", frame(KindStop, []byte{1, 0, 0, 0, 'r', 9, 9}), ErrTruncated},
 		{"too many rejection counts", frame(KindStatus, statusWithCounts(maxRejectReasons+1)), ErrInvalid},
 		{"rejection counts truncated", frame(KindStatus, func() []byte { b := statusWithCounts(len(Rejections{})); return b[:len(b)-1] }()), ErrTruncated},
-		{"assign without upstream", frame(KindAssign, body(&Assign{RBM: 1, RBMs: 1, Visible: 1, Hidden: 1, Units: UnitsGaussian, Middle: MiddleSamples, BatchSize: 1, K: 1, CDK: 1, Credits: 1})), ErrInvalid},
+		{"assign without upstream", frame(KindAssign, body(&Assign{RBM: 1, RBMs: 1, Visible: 1, Hidden: 1, Units: UnitsGaussian, Middle: MiddleSamples, BatchSize: 1, K: 1, CDK: 1, Credits: 1, Replicas: 1})), ErrInvalid},
+		{"assign to replica 2 of 2", frame(KindAssign, body(&Assign{RBM: 1, RBMs: 1, Visible: 1, Hidden: 1, Units: UnitsGaussian, Middle: MiddleSamples, BatchSize: 1, K: 1, CDK: 1, Credits: 1, Upstream: []string{"master"}, Replica: 2, Replicas: 2, SyncEvery: 1})), ErrInvalid},
+		{"replicas without sync", frame(KindAssign, body(&Assign{RBM: 1, RBMs: 1, Visible: 1, Hidden: 1, Units: UnitsGaussian, Middle: MiddleSamples, BatchSize: 1, K: 1, CDK: 1, Credits: 1, Upstream: []string{"master"}, Replica: 1, Replicas: 2})), ErrInvalid},
+		{"params round 0", frame(KindParams, body(&Params{RunID: "r", RBM: 1, Visible: 1, Hidden: 1, W: []float32{1}, A: []float32{1}, B: []float32{1}})), ErrInvalid},
+		{"params w != visible*hidden", frame(KindParams, body(&Params{RunID: "r", RBM: 1, Round: 1, Visible: 2, Hidden: 1, W: []float32{1}, A: []float32{1, 2}, B: []float32{1}})), ErrShape},
+		{"upstream count beyond the input", frame(KindStatus, func() []byte {
+			b := body(&Status{Slave: "s", State: StateIdle})
+			return append(b[:len(b)-8], 0xff, 0xff, 0xff, 0x0f)
+		}()), ErrTruncated},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -372,7 +386,7 @@ func TestChunkBatch(t *testing.T) {
 
 func testCheckpoint(v, h int) *Checkpoint {
 	c := &Checkpoint{
-		RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Visible: v, Hidden: h, Windows: 40, Epoch: 1,
+		RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 2, Replica: 1, Visible: v, Hidden: h, Windows: 40, Epoch: 1,
 		EpochSSE: 12.5, EpochElems: 4000, EpochEnded: true, Batches: 400, Rows: 102400, ReconErrors: []float64{0.05},
 		ReconError: 0.04, BusySeconds: 3, WaitInputSeconds: 0.5, WaitCreditSeconds: 0.25,
 		W: make([]float32, v*h), A: make([]float32, v), B: make([]float32, h),

@@ -1,6 +1,9 @@
 package messages
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // This file holds the master's side of the conversation with a slave: a
 // slave joins (Register, Admission), gets its RBM (Assign), and may be told
@@ -166,11 +169,19 @@ type Assign struct {
 	BatchesPerEpoch int
 	// RowsPerEpoch is the number of rows (examples) in one epoch.
 	RowsPerEpoch int
-	// Upstream names the producer of the slave's input windows: the slave
-	// of RBM_{i-1}, or "master" for RBM_1, whose input is the data.
-	Upstream string
-	// Downstream names the slave of RBM_{i+1}; empty for the top RBM.
-	Downstream string
+	// Upstream names the producers of the slave's input windows, the
+	// replicas of the group below in order: the slaves of RBM_{i-1}, or
+	// "master" for RBM_1, whose input is the data.
+	Upstream []string
+	// Downstream names the slaves of RBM_{i+1}, the replicas of the group
+	// above in order; none for the top RBM.
+	Downstream []string
+	// Replica and Replicas are the slave's place in its stage group:
+	// replica Replica of Replicas trains the windows g with g mod Replicas
+	// = Replica (protocol.Replica). SyncEvery is how many of its windows
+	// it trains between two averages of the replicas' parameters (see
+	// Params); 0 without replicas.
+	Replica, Replicas, SyncEvery int
 	// Credits is the number of windows the slave may hold in flight on its
 	// input link.
 	Credits int
@@ -215,8 +226,11 @@ func (m *Assign) validate() error {
 	if m.BatchSize < 1 || m.K < 1 || m.CDK < 1 {
 		return invalid("batch size %d, k %d, cd-k %d: want all >= 1", m.BatchSize, m.K, m.CDK)
 	}
-	if m.Upstream == "" || (m.Downstream == "") != (m.RBM == m.RBMs) {
-		return invalid("upstream %q, downstream %q for rbm %d of %d: want an upstream, and a downstream below the top", m.Upstream, m.Downstream, m.RBM, m.RBMs)
+	if len(m.Upstream) == 0 || (len(m.Downstream) == 0) != (m.RBM == m.RBMs) || slices.Contains(m.Upstream, "") || slices.Contains(m.Downstream, "") {
+		return invalid("upstream %q, downstream %q for rbm %d of %d: want upstreams, and downstreams below the top, all named", m.Upstream, m.Downstream, m.RBM, m.RBMs)
+	}
+	if m.Replicas < 1 || m.Replica < 0 || m.Replica >= m.Replicas || m.SyncEvery < 0 || (m.Replicas > 1) != (m.SyncEvery > 0) {
+		return invalid("replica %d of %d, sync every %d: want 0 <= replica < replicas, and sync every >= 1 exactly with replicas", m.Replica, m.Replicas, m.SyncEvery)
 	}
 	if m.Credits < 1 {
 		return invalid("credits %d: want >= 1", m.Credits)
@@ -248,8 +262,11 @@ func (m *Assign) fields(c *coder) {
 	c.u64(&m.Seed, "seed")
 	c.int(&m.BatchesPerEpoch, "batches per epoch")
 	c.int(&m.RowsPerEpoch, "rows per epoch")
-	c.str(&m.Upstream, "upstream")
-	c.str(&m.Downstream, "downstream")
+	c.strs(&m.Upstream, "upstream")
+	c.strs(&m.Downstream, "downstream")
+	c.int(&m.Replica, "replica")
+	c.int(&m.Replicas, "replicas")
+	c.int(&m.SyncEvery, "sync every")
 	c.int(&m.Credits, "credits")
 	c.int(&m.CheckpointEvery, "checkpoint every")
 	c.bool(&m.Resume, "resume")

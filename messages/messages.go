@@ -26,6 +26,7 @@ const (
 	KindCheckpoint                    // slave -> master -> replacement slave: RBM_i's state
 	KindCheckpointAck                 // master -> slave: a checkpoint is stored
 	KindAdmission                     // master -> slave: the answer to a Register
+	KindParams                        // replica -> master -> replicas: parameters to average
 	kindEnd                           // one past the last kind
 )
 
@@ -43,6 +44,7 @@ var kindNames = [...]string{
 	KindCheckpoint:    "checkpoint",
 	KindCheckpointAck: "checkpoint-ack",
 	KindAdmission:     "admission",
+	KindParams:        "params",
 }
 
 // String returns the kind's lower-case name, such as "chunk", or "Kind(N)"
@@ -99,6 +101,8 @@ func newMessage(k Kind) Message {
 		return new(CheckpointAck)
 	case KindAdmission:
 		return new(Admission)
+	case KindParams:
+		return new(Params)
 	}
 	return nil
 }

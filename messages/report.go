@@ -11,22 +11,24 @@ type State uint8
 
 // The slave states. Their numbers are part of the wire format.
 const (
-	StateIdle          State = iota // registered, no RBM assigned yet
-	StateTraining                   // running CD-k on a mini-batch
-	StateWaitingInput               // RBM_i, i > 1: waiting for a Chunk from slave i-1
-	StateWaitingCredit              // waiting for Credit from slave i+1 before sending
-	StateDone                       // all epochs trained, Weights sent
-	StateFailed                     // gave up; an Error message says why
+	StateIdle           State = iota // registered, no RBM assigned yet
+	StateTraining                    // running CD-k on a mini-batch
+	StateWaitingInput                // RBM_i, i > 1: waiting for a Chunk from slave i-1
+	StateWaitingCredit               // waiting for Credit from slave i+1 before sending
+	StateDone                        // all epochs trained, Weights sent
+	StateFailed                      // gave up; an Error message says why
+	StateWaitingAverage              // a stage replica: waiting for the replicas' average (Params)
 	stateEnd
 )
 
 var stateNames = [...]string{
-	StateIdle:          "idle",
-	StateTraining:      "training",
-	StateWaitingInput:  "waiting-input",
-	StateWaitingCredit: "waiting-credit",
-	StateDone:          "done",
-	StateFailed:        "failed",
+	StateIdle:           "idle",
+	StateTraining:       "training",
+	StateWaitingInput:   "waiting-input",
+	StateWaitingCredit:  "waiting-credit",
+	StateDone:           "done",
+	StateFailed:         "failed",
+	StateWaitingAverage: "waiting-average",
 }
 
 // String returns the state's lower-case name, such as "waiting-input", or
@@ -44,8 +46,9 @@ type Status struct {
 	RunID string
 	// Incarnation is the run's incarnation, as in Assign.
 	Incarnation uint32
-	// RBM is the index of the slave's RBM, 0 before it is assigned.
-	RBM int
+	// RBM is the index of the slave's RBM, 0 before it is assigned, and
+	// Replica its place among the RBM's replicas.
+	RBM, Replica int
 	// Slave is the slave's name.
 	Slave string
 	// Process is the slave process's Process, as in Register.
@@ -70,8 +73,8 @@ type Status struct {
 	// far.
 	Rejected Rejections
 	// Upstream and Downstream name the neighbours the slave links to now,
-	// so that the master sees a relink that did not arrive.
-	Upstream, Downstream string
+	// as in Assign, so that the master sees a relink that did not arrive.
+	Upstream, Downstream []string
 }
 
 // Kind returns KindStatus.
@@ -81,12 +84,13 @@ func (m *Status) validate() error {
 	if m.State >= stateEnd {
 		return invalid("state %v", m.State)
 	}
-	return nonNegative("rbm", m.RBM, "epoch", m.Epoch, "batches", m.Batches)
+	return nonNegative("rbm", m.RBM, "replica", m.Replica, "epoch", m.Epoch, "batches", m.Batches)
 }
 
 func (m *Status) fields(c *coder) {
 	c.run(&m.RunID, &m.Incarnation)
 	c.int(&m.RBM, "rbm")
+	c.int(&m.Replica, "replica")
 	c.str(&m.Slave, "slave")
 	c.u64(&m.Process, "process")
 	c.u8((*uint8)(&m.State), "state")
@@ -98,8 +102,8 @@ func (m *Status) fields(c *coder) {
 	c.f64(&m.WaitSeconds, "wait seconds")
 	c.u64(&m.BytesIn, "bytes in")
 	c.u64(&m.BytesOut, "bytes out")
-	c.str(&m.Upstream, "upstream")
-	c.str(&m.Downstream, "downstream")
+	c.strs(&m.Upstream, "upstream")
+	c.strs(&m.Downstream, "downstream")
 	// Last, so that a list of another length changes nothing before it.
 	c.rejections(&m.Rejected, "rejected")
 }
@@ -111,8 +115,9 @@ type Weights struct {
 	RunID string
 	// Incarnation is the run's incarnation, as in Assign.
 	Incarnation uint32
-	// RBM is i, the index of the RBM.
-	RBM int
+	// RBM is i, the index of the RBM, and Replica the slave's place among
+	// its replicas.
+	RBM, Replica int
 	// Visible and Hidden are the sizes of L_(i-1) and L_i.
 	Visible, Hidden int
 	// W holds the Visible x Hidden weights, row-major.
@@ -143,7 +148,7 @@ func (m *Weights) validate() error {
 	if len(m.A) != m.Visible || len(m.B) != m.Hidden {
 		return shapeErr("len(a), len(b) = %d, %d, want visible, hidden = %d, %d", len(m.A), len(m.B), m.Visible, m.Hidden)
 	}
-	return nonNegative("batches", m.Batches)
+	return nonNegative("replica", m.Replica, "batches", m.Batches)
 }
 
 // Check reports whether w is a consistent RBM_rbm of run runID with the
@@ -171,6 +176,7 @@ func (m *Weights) Check(runID string, rbm, visible, hidden int) error {
 func (m *Weights) fields(c *coder) {
 	c.run(&m.RunID, &m.Incarnation)
 	c.int(&m.RBM, "rbm")
+	c.int(&m.Replica, "replica")
 	c.int(&m.Visible, "visible")
 	c.int(&m.Hidden, "hidden")
 	c.f32s(&m.W, "w")
@@ -191,8 +197,9 @@ type Error struct {
 	RunID string
 	// Incarnation is the run's incarnation, as in Assign.
 	Incarnation uint32
-	// RBM is the index of the failed slave's RBM, 0 if none was assigned.
-	RBM int
+	// RBM is the index of the failed slave's RBM, 0 if none was assigned,
+	// and Replica its place among the RBM's replicas.
+	RBM, Replica int
 	// Text says what went wrong, or why the slave stopped.
 	Text string
 	// Stopped says the slave did not fail but stopped on request (a signal,
@@ -204,11 +211,12 @@ type Error struct {
 // Kind returns KindError.
 func (*Error) Kind() Kind { return KindError }
 
-func (m *Error) validate() error { return nonNegative("rbm", m.RBM) }
+func (m *Error) validate() error { return nonNegative("rbm", m.RBM, "replica", m.Replica) }
 
 func (m *Error) fields(c *coder) {
 	c.run(&m.RunID, &m.Incarnation)
 	c.int(&m.RBM, "rbm")
+	c.int(&m.Replica, "replica")
 	c.str(&m.Text, "text")
 	c.bool(&m.Stopped, "stopped")
 }
@@ -223,8 +231,9 @@ type Checkpoint struct {
 	RunID string
 	// Incarnation is the run's incarnation, as in Assign.
 	Incarnation uint32
-	// RBM is i; Visible and Hidden the sizes of L_(i-1) and L_i.
-	RBM, Visible, Hidden int
+	// RBM is i, Replica the slave's place among its replicas; Visible and
+	// Hidden the sizes of L_(i-1) and L_i.
+	RBM, Replica, Visible, Hidden int
 	// Windows is the number of input windows trained: the stream position
 	// training resumes at. Windows 0 means "start from the beginning".
 	Windows int
@@ -278,14 +287,15 @@ func (m *Checkpoint) validate() error {
 	if len(m.RNG) != CheckpointRNGWords {
 		return shapeErr("rng of %d words, want %d", len(m.RNG), CheckpointRNGWords)
 	}
-	return nonNegative("windows", m.Windows, "epoch", m.Epoch, "batches", m.Batches, "rows", m.Rows)
+	return nonNegative("replica", m.Replica, "windows", m.Windows, "epoch", m.Epoch, "batches", m.Batches, "rows", m.Rows)
 }
 
-// Check reports whether c is a consistent checkpoint of RBM_rbm of run
-// runID with the given shape; errors wrap ErrMismatch or ErrShape.
-func (m *Checkpoint) Check(runID string, rbm, visible, hidden int) error {
-	if m.RunID != runID || m.RBM != rbm {
-		return fmt.Errorf("checkpoint of run %q rbm %d, want %q rbm %d: %w", m.RunID, m.RBM, runID, rbm, ErrMismatch)
+// Check reports whether c is a consistent checkpoint of replica replica of
+// RBM_rbm of run runID with the given shape; errors wrap ErrMismatch or
+// ErrShape.
+func (m *Checkpoint) Check(runID string, rbm, replica, visible, hidden int) error {
+	if m.RunID != runID || m.RBM != rbm || m.Replica != replica {
+		return fmt.Errorf("checkpoint of run %q rbm %d replica %d, want %q rbm %d replica %d: %w", m.RunID, m.RBM, m.Replica, runID, rbm, replica, ErrMismatch)
 	}
 	if m.Windows > 0 && (m.Visible != visible || m.Hidden != hidden) {
 		return fmt.Errorf("checkpoint of rbm %d: %d x %d, want %d x %d: %w", m.RBM, m.Visible, m.Hidden, visible, hidden, ErrShape)
@@ -296,6 +306,7 @@ func (m *Checkpoint) Check(runID string, rbm, visible, hidden int) error {
 func (m *Checkpoint) fields(c *coder) {
 	c.run(&m.RunID, &m.Incarnation)
 	c.int(&m.RBM, "rbm")
+	c.int(&m.Replica, "replica")
 	c.int(&m.Visible, "visible")
 	c.int(&m.Hidden, "hidden")
 	c.int(&m.Windows, "windows")
@@ -327,8 +338,8 @@ type CheckpointAck struct {
 	RunID string
 	// Incarnation is the run's incarnation, as in Assign.
 	Incarnation uint32
-	// RBM is i.
-	RBM int
+	// RBM is i, and Replica the slave's place among its replicas.
+	RBM, Replica int
 	// Windows is the stored checkpoint's stream position.
 	Windows uint64
 	// Durable is the RBM's keep point: every restart of it starts at a
@@ -343,12 +354,13 @@ func (m *CheckpointAck) validate() error {
 	if m.RBM < 1 {
 		return invalid("rbm %d: want >= 1", m.RBM)
 	}
-	return nil
+	return nonNegative("replica", m.Replica)
 }
 
 func (m *CheckpointAck) fields(c *coder) {
 	c.run(&m.RunID, &m.Incarnation)
 	c.int(&m.RBM, "rbm")
+	c.int(&m.Replica, "replica")
 	c.u64(&m.Windows, "windows")
 	c.u64(&m.Durable, "durable")
 }

@@ -52,13 +52,14 @@ func (p *Phase) UnmarshalText(b []byte) error {
 // stateNames are the names /api/status and /metrics give pipeline.State
 // values: tokens, where State.String is a phrase for people.
 var stateNames = map[pipeline.State]string{
-	pipeline.Idle:          "idle",
-	pipeline.Training:      "training",
-	pipeline.WaitingInput:  "waiting_input",
-	pipeline.WaitingCredit: "waiting_credit",
-	pipeline.Done:          "done",
-	pipeline.Failed:        "failed",
-	pipeline.Lost:          "lost",
+	pipeline.Idle:           "idle",
+	pipeline.Training:       "training",
+	pipeline.WaitingInput:   "waiting_input",
+	pipeline.WaitingCredit:  "waiting_credit",
+	pipeline.Done:           "done",
+	pipeline.Failed:         "failed",
+	pipeline.Lost:           "lost",
+	pipeline.WaitingAverage: "waiting_average",
 }
 
 // stateName is the token of s.

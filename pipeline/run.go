@@ -7,16 +7,17 @@ type State int
 
 // The states of a stage.
 const (
-	Idle          State = iota // not started
-	Training                   // running CD-k on a window
-	WaitingInput               // waiting for the next window from below
-	WaitingCredit              // waiting for the stage above to free a buffer
-	Done                       // finished all epochs
-	Failed                     // stopped by an error
-	Lost                       // its slave was lost; a replacement is coming
+	Idle           State = iota // not started
+	Training                    // running CD-k on a window
+	WaitingInput                // waiting for the next window from below
+	WaitingCredit               // waiting for the stage above to free a buffer
+	Done                        // finished all epochs
+	Failed                      // stopped by an error
+	Lost                        // its slave was lost; a replacement is coming
+	WaitingAverage              // a stage replica waiting for the replicas' average
 )
 
-var stateNames = [...]string{"idle", "training", "waiting for input", "waiting for credit", "done", "failed", "lost: waiting for a replacement"}
+var stateNames = [...]string{"idle", "training", "waiting for input", "waiting for credit", "done", "failed", "lost: waiting for a replacement", "waiting for the replicas' average"}
 
 func (s State) String() string {
 	if s < 0 || int(s) >= len(stateNames) {

@@ -50,6 +50,21 @@ func tiny(checkpointEvery int) (protocol.MasterConfig, []string) {
 	}, slaves
 }
 
+// tinyReplicas is tiny with stage replicas: RBM_1 on two (the master
+// deals its data to them), RBM_2 on one (it gathers their middle results),
+// RBM_3 on three (RBM_2 deals to them), averaging every two windows.
+func tinyReplicas() (protocol.MasterConfig, []string) {
+	cfg, _ := tiny(2)
+	cfg.Replicas, cfg.SyncEvery = []int{2, 1, 3}, 2
+	var slaves []string
+	for i, r := range cfg.Replicas {
+		for k := range r {
+			slaves = append(slaves, fmt.Sprintf("local-%d-%d", i+1, k))
+		}
+	}
+	return cfg, slaves
+}
+
 // simTiming is the protocol's timing, scaled down so that a simulated run
 // with faults lasts seconds of simulated time.
 func simTiming() protocol.Timing {
@@ -100,7 +115,18 @@ func envInt(t *testing.T, key string, def uint64) uint64 {
 // survived. A failing schedule prints the command that replays it and the
 // end of its transcript.
 func TestFaultSchedules(t *testing.T) {
-	runSchedules(t, "TestFaultSchedules", envInt(t, "PIPEDBN_FAULT_SEED", 1), envInt(t, "PIPEDBN_FAULT_RUNS", 200), false)
+	cfg, slaves := tiny(2)
+	runSchedules(t, "TestFaultSchedules", cfg, slaves, envInt(t, "PIPEDBN_FAULT_SEED", 1), 0, envInt(t, "PIPEDBN_FAULT_RUNS", 200), false)
+}
+
+// TestFaultSchedulesWithReplicas runs random fault schedules (half as
+// many, from other seeds) on tinyReplicas: every run ends with the weights
+// of the fault-free run, bit for bit, each RBM's replicas together having
+// trained every mini-batch exactly once.
+func TestFaultSchedulesWithReplicas(t *testing.T) {
+	cfg, slaves := tinyReplicas()
+	runs := max(1, envInt(t, "PIPEDBN_FAULT_RUNS", 200)/2)
+	runSchedules(t, "TestFaultSchedulesWithReplicas", cfg, slaves, envInt(t, "PIPEDBN_FAULT_SEED", 1), replicaSeeds, runs, false)
 }
 
 // TestFaultSchedulesWithSpare runs random fault schedules (half as many,
@@ -109,32 +135,33 @@ func TestFaultSchedules(t *testing.T) {
 // still ends with the fault-free weights, bit for bit.
 func TestFaultSchedulesWithSpare(t *testing.T) {
 	runs := max(1, envInt(t, "PIPEDBN_FAULT_RUNS", 200)/2)
-	tookOver := runSchedules(t, "TestFaultSchedulesWithSpare", envInt(t, "PIPEDBN_FAULT_SEED", 1), runs, true)
+	cfg, slaves := tiny(2)
+	tookOver := runSchedules(t, "TestFaultSchedulesWithSpare", cfg, slaves, envInt(t, "PIPEDBN_FAULT_SEED", 1), spareSeeds, runs, true)
 	t.Logf("the spare finished an RBM in %d of %d schedules", tookOver, runs)
 	if runs >= 50 && tookOver == 0 {
 		t.Errorf("the spare never took over an RBM in %d schedules; want the schedules to exercise it", runs)
 	}
 }
 
-// spareSeeds sets the seeds of the schedules with a spare apart from the
-// others.
-const spareSeeds = 100_000
+// spareSeeds and replicaSeeds set the seeds of the schedules with a spare
+// and of those with replicas apart from the others.
+const (
+	spareSeeds   = 100_000
+	replicaSeeds = 200_000
+)
 
-// runSchedules runs the tiny DBN through runs random fault schedules from
-// seed (with a spare slave: from seed+spareSeeds), checks each as
-// TestFaultSchedules says, and returns in how many runs the spare finished
-// an RBM.
-func runSchedules(t *testing.T, test string, seed, runs uint64, spare bool) (tookOver int) {
+// runSchedules runs cfg on slaves (and a spare slave) through runs random
+// fault schedules from seed+offset, checks each as TestFaultSchedules says,
+// and returns in how many runs the spare finished an RBM.
+func runSchedules(t *testing.T, test string, cfg protocol.MasterConfig, slaves []string, seed, offset, runs uint64, spare bool) (tookOver int) {
 	t.Helper()
-	cfg, slaves := tiny(2)
 	want, horizon, _, err := simulate(cfg, slaves, nil)
 	if err != nil {
 		t.Fatalf("fault-free run: %v", err)
 	}
-	first := seed
+	first := seed + offset
 	if spare {
 		slaves = append(slaves, "spare")
-		first += spareSeeds
 	}
 	for i := range runs {
 		s := RandomSchedule(first+i, slaves, horizon, simTiming())
@@ -213,6 +240,17 @@ func TestImpossibleSchedules(t *testing.T) {
 // of the fault-free run, bit for bit.
 func TestMasterRestart(t *testing.T) {
 	cfg, slaves := tiny(2)
+	masterRestarts(t, cfg, slaves)
+}
+
+// TestMasterRestartWithReplicas is TestMasterRestart on tinyReplicas: the
+// replicas of an RBM resume together, after an average.
+func TestMasterRestartWithReplicas(t *testing.T) {
+	cfg, slaves := tinyReplicas()
+	masterRestarts(t, cfg, slaves)
+}
+
+func masterRestarts(t *testing.T, cfg protocol.MasterConfig, slaves []string) {
 	want, horizon, _, err := simulate(cfg, slaves, nil)
 	if err != nil {
 		t.Fatalf("fault-free run: %v", err)

@@ -21,9 +21,13 @@ type Plan struct {
 	RunID string
 	// Stages describe RBM_1..RBM_L; slave i trains Stages[i-1].
 	Stages []pipeline.StageConfig
-	// Seating, if set, names the RBM each named slave trains (see
+	// Replicas and SyncEvery, if set, give RBMs stage replicas (see
+	// protocol.MasterConfig.Replicas): one slave per replica.
+	Replicas  []int
+	SyncEvery int
+	// Seating, if set, names the seat each named slave takes (see
 	// protocol.MasterConfig.Seating): the plan's stage groups.
-	Seating map[string]int
+	Seating map[string]protocol.Seat
 	// Peers, if set, are the slaves running in the master's process: the
 	// data windows and their credits go between them in memory.
 	Peers *Peers
@@ -316,7 +320,7 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 // incarnation. It stores the master's own state.
 func (m *Master) config(ctx context.Context, p Plan) (protocol.MasterConfig, error) {
 	cfg := protocol.MasterConfig{
-		Run: protocol.Run{ID: p.RunID, Incarnation: 1}, Stages: p.Stages, Seating: p.Seating, Data: p.Data, N: p.N, ShuffleSeed: p.ShuffleSeed,
+		Run: protocol.Run{ID: p.RunID, Incarnation: 1}, Stages: p.Stages, Replicas: p.Replicas, SyncEvery: p.SyncEvery, Seating: p.Seating, Data: p.Data, N: p.N, ShuffleSeed: p.ShuffleSeed,
 		Credits: p.Credits, CheckpointEvery: p.CheckpointEvery, Timing: protocol.DefaultTiming(p.JoinTimeout, p.LostAfter),
 		Observer: protocol.Observer{Hooks: p.Hooks, Joined: p.Joined, Lost: p.Lost, Recovered: p.Recovered, Checkpointed: p.Checkpointed},
 		Logger:   m.log,

@@ -444,7 +444,7 @@ func TestDivergenceStopsKeepingTheLastCheckpoint(t *testing.T) {
 	var last int
 	for _, n := range names {
 		i, w, ok := parseCheckpointName(n)
-		if !ok || i != 1 {
+		if !ok || i.RBM != 1 {
 			continue
 		}
 		b, _ := store.Get(context.Background(), n)

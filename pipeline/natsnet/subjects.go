@@ -66,10 +66,10 @@ type family struct {
 
 var (
 	registers = family{"register", []messages.Kind{messages.KindRegister}}
-	controls  = family{"ctl", []messages.Kind{messages.KindAdmission, messages.KindAssign, messages.KindCheckpoint, messages.KindCheckpointAck, messages.KindStop}}
+	controls  = family{"ctl", []messages.Kind{messages.KindAdmission, messages.KindAssign, messages.KindCheckpoint, messages.KindCheckpointAck, messages.KindStop, messages.KindParams}}
 	windows   = family{"data", []messages.Kind{messages.KindChunk, messages.KindEndOfStream}}
 	credits   = family{"credit", []messages.Kind{messages.KindCredit}}
-	reports   = family{"report", []messages.Kind{messages.KindStatus, messages.KindCheckpoint, messages.KindWeights, messages.KindError}}
+	reports   = family{"report", []messages.Kind{messages.KindStatus, messages.KindCheckpoint, messages.KindWeights, messages.KindError, messages.KindParams}}
 )
 
 func (f family) allows(k messages.Kind) bool { return slices.Contains(f.kinds, k) }

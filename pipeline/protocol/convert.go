@@ -29,8 +29,8 @@ func StageConfig(a *messages.Assign) (pipeline.StageConfig, error) {
 }
 
 // assignment is the Assign that gives stage c, one of rbms, to a slave
-// between up and down.
-func assignment(run Run, c pipeline.StageConfig, rbms, rows, credits, checkpointEvery int, up, down string) *messages.Assign {
+// between up and down (the replicas below and above it, in order).
+func assignment(run Run, c pipeline.StageConfig, rbms, rows, credits, checkpointEvery int, up, down []string) *messages.Assign {
 	return &messages.Assign{
 		RunID: run.ID, Incarnation: run.Incarnation, RBM: c.Index, RBMs: rbms, Visible: c.Visible, Hidden: c.Hidden,
 		Units: c.Units.String(), Epochs: c.Epochs, BatchSize: c.BatchSize, K: c.K, CDK: c.CDK,
@@ -88,6 +88,7 @@ var states = []struct {
 	{pipeline.WaitingCredit, messages.StateWaitingCredit},
 	{pipeline.Done, messages.StateDone},
 	{pipeline.Failed, messages.StateFailed},
+	{pipeline.WaitingAverage, messages.StateWaitingAverage},
 }
 
 // WireState is the wire form of a stage state.

@@ -14,7 +14,7 @@ func TestStageConfigOfAssignment(t *testing.T) {
 	t.Parallel()
 	for _, c := range testStages(3, 2) {
 		c.Units, c.Middle = rbm.Gaussian, rbm.Samples
-		got, err := StageConfig(assignment(testRun, c, 3, testRows, 2, 2, "up", "down"))
+		got, err := StageConfig(assignment(testRun, c, 3, testRows, 2, 2, []string{"up"}, []string{"down"}))
 		if err != nil || !reflect.DeepEqual(got, c) {
 			t.Errorf("StageConfig(assignment(%+v)) = %+v, %v; want the same config", c, got, err)
 		}
@@ -23,7 +23,7 @@ func TestStageConfigOfAssignment(t *testing.T) {
 		func(a *messages.Assign) { a.Units = "ternary" },
 		func(a *messages.Assign) { a.Middle = "means" },
 	} {
-		a := assignment(testRun, testStages(1, 1)[0], 1, testRows, 2, 2, MasterName, "")
+		a := assignment(testRun, testStages(1, 1)[0], 1, testRows, 2, 2, []string{MasterName}, nil)
 		edit(a)
 		if _, err := StageConfig(a); err == nil {
 			t.Errorf("StageConfig(units %q, middle %q) = nil error; want one", a.Units, a.Middle)
@@ -41,7 +41,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		t.Fatalf("Snapshot() waits %s, %s; want 2s, 3s", snap.Stats.WaitInput, snap.Stats.WaitCredit)
 	}
 	cp := CheckpointOf(testRun, stages[0], snap)
-	if err := cp.Check("r1", 1, 6, 4); err != nil || cp.Incarnation != 2 || cp.Windows != 3 || cp.Batches != 3 {
+	if err := cp.Check("r1", 1, 0, 6, 4); err != nil || cp.Incarnation != 2 || cp.Windows != 3 || cp.Batches != 3 {
 		t.Fatalf("CheckpointOf(...) = window %d, %d batches, incarnation %d, Check %v; want 3, 3, 2, nil", cp.Windows, cp.Batches, cp.Incarnation, err)
 	}
 	// Through the wire and back.

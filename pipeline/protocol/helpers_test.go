@@ -183,3 +183,11 @@ func knownBug(t *testing.T, why string) {
 		t.Skip("BUG: " + why)
 	}
 }
+
+// names is the neighbours of one replica each: [name], or none for "".
+func names(name string) []string {
+	if name == "" {
+		return nil
+	}
+	return []string{name}
+}

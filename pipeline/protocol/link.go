@@ -379,16 +379,17 @@ func (c *Consumer) Trained(now time.Duration) Envelope {
 	return c.grant(now, false)
 }
 
-// Tick runs the consumer's timers while it waits for input: it repeats its
-// credit every RegrantEvery (a producer that subscribed after the last
-// grant still learns of it), and asks for the kept windows again after
-// ResendAfter of silence (a loss in flight).
+// Tick runs the consumer's timers while it waits: it repeats its credit
+// every RegrantEvery (a producer that subscribed, or restarted, after the
+// last grant still learns of it), and, with no window queued, asks for the
+// kept windows again after ResendAfter of silence (a loss in flight). A
+// replica waiting for its replicas' average may hold queued windows.
 func (c *Consumer) Tick(now time.Duration) []Envelope {
-	if c.ended || len(c.queue) > 0 {
+	if c.ended {
 		return nil
 	}
 	t := c.timing
-	if now-c.lastData >= t.ResendAfter && now-c.lastResend >= t.ResendAfter {
+	if len(c.queue) == 0 && now-c.lastData >= t.ResendAfter && now-c.lastResend >= t.ResendAfter {
 		return []Envelope{c.grant(now, true)}
 	}
 	if now-c.lastGrant >= t.RegrantEvery {

@@ -636,11 +636,12 @@ func TestConsumerTick(t *testing.T) {
 			t.Errorf("Tick(+%gs) = %q; want %q", step.at, got, step.want)
 		}
 	}
-	// A window arrives: while it waits to be taken (and trained) the
-	// consumer asks nothing, however long that takes.
+	// A window arrives: while it waits to be taken (and trained: a stage
+	// replica waits for its replicas' average first) the consumer asks for
+	// nothing again, however long that takes, but repeats its credit.
 	c.OnChunk(start+sec(2.1), "s1", chunk(0))
-	if out := c.Tick(start + sec(3.5)); out != nil {
-		t.Errorf("Tick with a window queued = [%s]; want nothing", describe(out))
+	if out := c.Tick(start + sec(3.5)); len(out) != 1 || msg[*messages.Credit](t, out, 0).Resend {
+		t.Errorf("Tick with a window queued = [%s]; want one credit, no resend", describe(out))
 	}
 	c.Take()
 	if out := c.Tick(start + sec(3.6)); len(out) != 1 || !msg[*messages.Credit](t, out, 0).Resend {

@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,11 +21,22 @@ type MasterConfig struct {
 	Run Run
 	// Stages describe RBM_1..RBM_L; slave i trains Stages[i-1].
 	Stages []pipeline.StageConfig
-	// Seating, if set, names the RBM a slave of that name trains when it is
-	// among the first L to join (a plan's stage groups: the slaves a process
-	// hosts take consecutive RBMs); the others take the remaining RBMs in
+	// Replicas, if set, is each RBM's number of stage replicas (RBM_i's at
+	// Replicas[i-1], at least 1): slaves that train it data-parallel, each
+	// the windows g with g mod r = its replica (see Replica), and that
+	// average their parameters every SyncEvery of their windows through the
+	// master (see messages.Params). Nil: one slave per RBM.
+	Replicas []int
+	// SyncEvery is how many windows a replica trains between two averages:
+	// at least 1 where an RBM has replicas, and a divisor of
+	// CheckpointEvery, so that the replicas' checkpoints fall after an
+	// average.
+	SyncEvery int
+	// Seating, if set, names the seat a slave of that name takes when it is
+	// among the first to join (a plan's stage groups: the slaves a process
+	// hosts take consecutive RBMs); the others take the remaining seats in
 	// the order they joined.
-	Seating map[string]int
+	Seating map[string]Seat
 	// Data holds N rows of Stages[0].Visible values: RBM_1's input, which
 	// the master streams to slave 1, shuffled every epoch by a source
 	// seeded with ShuffleSeed.
@@ -98,9 +110,16 @@ const (
 	over
 )
 
-// seat is RBM_i's place in the run: who trains it, what the master last
-// heard, and what the store holds of it.
+// Seat names a place in the run: replica Replica of RBM_RBM (0 for an RBM
+// without replicas).
+type Seat struct{ RBM, Replica int }
+
+func (at Seat) String() string { return fmt.Sprintf("rbm %d replica %d", at.RBM, at.Replica) }
+
+// seat is a place in the run: who trains it, what the master last heard,
+// and what the store holds of it.
 type seat struct {
+	at       Seat
 	slave    string
 	assigned bool   // the slave was sent its assignment
 	process  joined // the slave's registration
@@ -121,8 +140,8 @@ type seat struct {
 	// floor is a lower bound of the windows the current slave has taken
 	// from its producer: where it (re)started, or its latest checkpoint.
 	floor   int
-	weights *messages.Weights
-	gone    bool // it left on request while the master stops
+	weights *messages.Weights // the slave's final report
+	gone    bool              // it left on request while the master stops
 }
 
 // vacancy is an RBM whose slave was lost.
@@ -150,9 +169,12 @@ type Master struct {
 	rejected messages.Rejections // inputs dropped, per reason
 	joined   []joined            // every slave process admitted to train, in order
 	spares   []joined            // processes waiting to replace a lost slave
-	seats    []*seat             // seats[i] is RBM_i's; seats[0] is unused
+	seats    [][]*seat           // seats[i][k] is replica k of RBM_i's; seats[0] is unused
+	slaves   int                 // the seats of all RBMs
+	weights  []*messages.Weights // weights[i] is RBM_i's, once every replica finished
+	averages []*averaging        // averages[i]: RBM_i's replicas' averages; nil without replicas
 	loading  int                 // checkpoints being loaded before the run starts
-	starts   []*messages.Checkpoint
+	starts   map[Seat]*messages.Checkpoint
 
 	src   *pipeline.Source
 	feed  *Dealer
@@ -174,29 +196,75 @@ func NewMaster(cfg MasterConfig) (*Master, error) {
 		cfg.Logger = hclog.NewNullLogger()
 	}
 	L := len(cfg.Stages)
-	m := &Master{cfg: cfg, log: cfg.Logger, L: L, seats: make([]*seat, L+1), starts: make([]*messages.Checkpoint, L+1)}
+	if cfg.Replicas == nil {
+		cfg.Replicas = slices.Repeat([]int{1}, L)
+	}
+	if len(cfg.Replicas) != L || slices.Min(cfg.Replicas) < 1 {
+		return nil, fmt.Errorf("protocol: replicas %v for %d RBMs: want one count, at least 1, per RBM", cfg.Replicas, L)
+	}
+	if slices.Max(cfg.Replicas) > 1 && (cfg.SyncEvery < 1 || cfg.CheckpointEvery%cfg.SyncEvery != 0) {
+		return nil, fmt.Errorf("protocol: replicas %v averaging every %d windows, checkpoints every %d: want averages every >= 1 window, a divisor of the checkpoints' period", cfg.Replicas, cfg.SyncEvery, cfg.CheckpointEvery)
+	}
+	m := &Master{
+		cfg: cfg, log: cfg.Logger, L: L, seats: make([][]*seat, L+1), weights: make([]*messages.Weights, L+1),
+		averages: make([]*averaging, L+1), starts: map[Seat]*messages.Checkpoint{},
+	}
 	for i := 1; i <= L; i++ {
-		// No slave stands anywhere before the run: the keep points of a
-		// resumed run follow from the stored checkpoints alone.
-		m.seats[i] = &seat{stored: map[int]int{}, floor: math.MaxInt}
+		r := cfg.Replicas[i-1]
+		for k := range r {
+			// No slave stands anywhere before the run: the keep points of a
+			// resumed run follow from the stored checkpoints alone.
+			m.seats[i] = append(m.seats[i], &seat{at: Seat{i, k}, stored: map[int]int{}, floor: math.MaxInt})
+		}
+		m.slaves += r
+		if r > 1 {
+			m.averages[i] = newAveraging(r)
+		}
 	}
 	if st := cfg.Stored; st != nil {
-		for i, ws := range st.Checkpoints {
-			if i >= 1 && i <= L {
+		for at, ws := range st.Checkpoints {
+			if s := m.seat(at); s != nil {
 				for _, w := range ws {
-					m.seats[i].stored[w] = 0
+					s.stored[w] = 0
 				}
 			}
 		}
 		for i, w := range st.Weights {
 			if i >= 1 && i <= L {
-				m.seats[i].weights = w
+				m.weights[i] = w
 			}
 		}
 	}
 	m.updateKeeps()
 	return m, nil
 }
+
+// seat returns the seat at, nil if the run has none there.
+func (m *Master) seat(at Seat) *seat {
+	if at.RBM < 1 || at.RBM > m.L || at.Replica < 0 || at.Replica >= len(m.seats[at.RBM]) {
+		return nil
+	}
+	return m.seats[at.RBM][at.Replica]
+}
+
+// each calls f for every seat, in the order of RBMs and replicas.
+func (m *Master) each(f func(s *seat)) {
+	for _, ss := range m.seats[1:] {
+		for _, s := range ss {
+			f(s)
+		}
+	}
+}
+
+// all returns every seat, in the order of RBMs and replicas.
+func (m *Master) all() []*seat {
+	var out []*seat
+	m.each(func(s *seat) { out = append(out, s) })
+	return out
+}
+
+// replica returns the place of seat at among its RBM's replicas.
+func (m *Master) replica(at Seat) Replica { return Replica{at.Replica, len(m.seats[at.RBM])} }
 
 // Ready returns what the master asks its driver to do, and forgets it.
 func (m *Master) Ready() Output {
@@ -252,22 +320,15 @@ func (m *Master) Start(now time.Duration) {
 	if m.cfg.Stored == nil {
 		return
 	}
-	for i := 1; i <= m.L; i++ {
-		if k := m.seats[i].keep; k > 0 {
+	m.each(func(s *seat) {
+		if k := s.keep; k > 0 {
 			m.loading++
-			m.store(StoreOp{Kind: Get, Name: CheckpointName(i, k), RBM: i, Windows: k})
+			m.store(StoreOp{Kind: Get, Name: CheckpointName(s.at, k), Seat: s.at, Windows: k})
 		}
-	}
+	})
 }
 
-func (m *Master) complete() bool {
-	for i := 1; i <= m.L; i++ {
-		if m.seats[i].weights == nil {
-			return false
-		}
-	}
-	return true
-}
+func (m *Master) complete() bool { return !slices.Contains(m.weights[1:], nil) }
 
 // Tick runs the master's timers: the join timeout, the detection of lost
 // slaves, the wait for replacements and, when interrupted, for the slaves'
@@ -281,7 +342,7 @@ func (m *Master) Tick(now time.Duration) {
 			for i, j := range m.joined {
 				names[i] = j.name
 			}
-			m.Abort(now, fmt.Errorf("cluster.join_timeout = %s: %d of %d slaves joined (%s)", t.JoinTimeout, len(m.joined), m.L, strings.Join(names, ", ")))
+			m.Abort(now, fmt.Errorf("cluster.join_timeout = %s: %d of %d slaves joined (%s)", t.JoinTimeout, len(m.joined), m.slaves, strings.Join(names, ", ")))
 		}
 	case running:
 		if !m.offline {
@@ -300,9 +361,7 @@ func (m *Master) Tick(now time.Duration) {
 func (m *Master) Connection(now time.Duration, up bool) {
 	m.offline = !up
 	if up {
-		for _, s := range m.seats[1:] {
-			s.seen = now
-		}
+		m.each(func(s *seat) { s.seen = now })
 	}
 }
 
@@ -327,23 +386,29 @@ func (m *Master) Receive(now time.Duration, e Envelope) {
 		}
 		return
 	}
-	i, ok := m.reporter(now, e)
+	s, ok := m.reporter(now, e)
 	if !ok {
 		return
 	}
-	s := m.seats[i]
 	s.seen = now
+	i := s.at.RBM
 	st := m.cfg.Stages[i-1]
 	switch msg := e.Msg.(type) {
 	case *messages.Status:
-		m.status(i, msg)
+		m.status(s, msg)
 	case *messages.Checkpoint:
-		if err := msg.Check(m.cfg.Run.ID, i, st.Visible, st.Hidden); err != nil {
+		if err := msg.Check(m.cfg.Run.ID, i, s.at.Replica, st.Visible, st.Hidden); err != nil {
 			m.log.Warn("bad checkpoint", "slave", e.From, "rbm", i, "error", err)
 			return
 		}
 		s.floor = max(s.floor, msg.Windows)
-		m.store(StoreOp{Kind: Put, Name: CheckpointName(i, msg.Windows), RBM: i, Windows: msg.Windows, Msg: msg})
+		m.store(StoreOp{Kind: Put, Name: CheckpointName(s.at, msg.Windows), Seat: s.at, Windows: msg.Windows, Msg: msg})
+	case *messages.Params:
+		if err := msg.Check(m.cfg.Run.ID, i, st.Visible, st.Hidden); err != nil || m.averages[i] == nil {
+			m.log.Warn("bad parameters to average", "slave", e.From, "rbm", i, "error", err)
+			return
+		}
+		m.average(s, msg)
 	case *messages.Weights:
 		if err := msg.Check(m.cfg.Run.ID, i, st.Visible, st.Hidden); err != nil {
 			m.Abort(now, fmt.Errorf("rbm %d: slave %s sent bad weights: %w", i, e.From, err))
@@ -353,39 +418,71 @@ func (m *Master) Receive(now time.Duration, e Envelope) {
 			return
 		}
 		s.weights = msg
-		m.store(StoreOp{Kind: Put, Name: WeightsName(i), RBM: i, Windows: -1, Msg: msg})
-		if m.complete() && m.phase == running {
-			m.log.Info("every RBM is trained")
-			m.stopSlaves("the run is complete")
-			m.phase = over
-		}
+		m.finished(i)
 	case *messages.Error:
 		if msg.Stopped {
-			m.left(now, i, e.From, msg.Text)
+			m.left(now, s, e.From, msg.Text)
 			return
 		}
-		m.Abort(now, fmt.Errorf("rbm %d on slave %s: %s", i, e.From, msg.Text))
+		m.Abort(now, fmt.Errorf("%s on slave %s: %s", m.where(s.at), e.From, msg.Text))
 	}
 }
 
-// reporter returns the RBM a slave's report is about, if it counts: it
-// must come from the current slave of its RBM, in this run. A lost slave's
-// late words are answered with a stop.
-func (m *Master) reporter(now time.Duration, e Envelope) (int, bool) {
+// where names a seat for people: "rbm 2", or "rbm 2 replica 1" for an
+// RBM with replicas.
+func (m *Master) where(at Seat) string {
+	if len(m.seats[at.RBM]) > 1 {
+		return at.String()
+	}
+	return fmt.Sprintf("rbm %d", at.RBM)
+}
+
+// finished takes the weights of RBM i once every replica of it sent its
+// own: the RBM's weights are its slave's, or, for replicas, their last
+// average with their statistics summed. The run is over when every RBM's
+// are in.
+func (m *Master) finished(i int) {
+	if m.weights[i] != nil {
+		return
+	}
+	var w *messages.Weights
+	if a := m.averages[i]; a == nil {
+		w = m.seats[i][0].weights
+	} else {
+		if slices.ContainsFunc(m.seats[i], func(s *seat) bool { return s.weights == nil }) || !a.over() {
+			return
+		}
+		w = a.weights(m.seats[i])
+	}
+	m.weights[i] = w
+	m.store(StoreOp{Kind: Put, Name: WeightsName(i), Seat: Seat{RBM: i}, Windows: -1, Msg: w})
+	if m.complete() && m.phase == running {
+		m.log.Info("every RBM is trained")
+		m.stopSlaves("the run is complete")
+		m.phase = over
+	}
+}
+
+// reporter returns the seat a slave's report is about, if it counts: it
+// must come from the current slave of its seat, in this run. A lost
+// slave's late words are answered with a stop.
+func (m *Master) reporter(now time.Duration, e Envelope) (*seat, bool) {
 	var id string
 	var inc uint32
-	var i int
+	var at Seat
 	switch msg := e.Msg.(type) {
 	case *messages.Status:
-		id, inc, i = msg.RunID, msg.Incarnation, msg.RBM
+		id, inc, at = msg.RunID, msg.Incarnation, Seat{msg.RBM, msg.Replica}
 	case *messages.Checkpoint:
-		id, inc, i = msg.RunID, msg.Incarnation, msg.RBM
+		id, inc, at = msg.RunID, msg.Incarnation, Seat{msg.RBM, msg.Replica}
+	case *messages.Params:
+		id, inc, at = msg.RunID, msg.Incarnation, Seat{msg.RBM, msg.Replica}
 	case *messages.Weights:
-		id, inc, i = msg.RunID, msg.Incarnation, msg.RBM
+		id, inc, at = msg.RunID, msg.Incarnation, Seat{msg.RBM, msg.Replica}
 	case *messages.Error:
-		id, inc, i = msg.RunID, msg.Incarnation, msg.RBM
+		id, inc, at = msg.RunID, msg.Incarnation, Seat{msg.RBM, msg.Replica}
 	default:
-		return 0, false
+		return nil, false
 	}
 	if ok, reason := m.cfg.Run.matches(id, inc); !ok {
 		m.rejected.Add(reason)
@@ -396,33 +493,33 @@ func (m *Master) reporter(now time.Duration, e Envelope) (int, bool) {
 			// process, after its admission.
 			m.send(e.From, &messages.Stop{RunID: id, Incarnation: inc, Reason: "the master restarted"})
 		}
-		return 0, false
+		return nil, false
 	}
-	if i < 1 || i > m.L || m.phase == gathering {
-		return 0, false
+	s := m.seat(at)
+	if s == nil || m.phase == gathering {
+		return nil, false
 	}
-	s := m.seats[i]
 	if st, ok := e.Msg.(*messages.Status); ok && s.slave == e.From {
 		if st.Process != s.process.process {
 			// An earlier process of the name, replaced by a new one.
 			m.send(e.From, &messages.Stop{RunID: id, Incarnation: inc, Reason: "replaced by a new process of its name", Process: st.Process})
-			return 0, false
+			return nil, false
 		}
 		if s.lost != nil && s.replacement == "" && m.phase == running {
-			m.takeBack(now, i)
+			m.takeBack(now, s)
 		}
 	}
 	if s.slave != e.From || s.lost != nil || !s.assigned {
 		if s.slave != e.From && m.phase == running {
 			m.send(e.From, &messages.Stop{RunID: m.cfg.Run.ID, Incarnation: m.cfg.Run.Incarnation, Reason: "declared lost"})
 		}
-		return 0, false
+		return nil, false
 	}
-	return i, true
+	return s, true
 }
 
-func (m *Master) status(i int, msg *messages.Status) {
-	s := m.seats[i]
+func (m *Master) status(s *seat, msg *messages.Status) {
+	i := s.at.RBM
 	st := m.cfg.Stages[i-1]
 	stats := pipeline.Stats{
 		Index: i, Epoch: msg.Epoch, Batches: msg.Batches, Recon: msg.ReconErrors, LastRecon: msg.ReconError,
@@ -441,8 +538,8 @@ func (m *Master) status(i int, msg *messages.Status) {
 	}
 	s.batches, s.rejected = msg.Batches, msg.Rejected
 	s.confirmed, s.from = true, nil
-	if up, down := m.neighbours(i); msg.Upstream != up || msg.Downstream != down {
-		m.send(s.slave, m.assignment(i)) // a relink lost on the way
+	if up, down := m.neighbours(s.at); !slices.Equal(msg.Upstream, up) || !slices.Equal(msg.Downstream, down) {
+		m.send(s.slave, m.assignment(s)) // a relink lost on the way
 	}
 	h := m.cfg.Observer.Hooks
 	if h.Window != nil {
@@ -456,41 +553,58 @@ func (m *Master) status(i int, msg *messages.Status) {
 	}
 }
 
-// maybeRun starts the run once L slaves have joined and the checkpoints of
-// a resumed run are loaded.
+// maybeRun starts the run once every seat's slave has joined and the
+// checkpoints of a resumed run are loaded.
 func (m *Master) maybeRun(now time.Duration) {
-	if m.phase != gathering || len(m.joined) < m.L || m.loading > 0 {
+	if m.phase != gathering || len(m.joined) < m.slaves || m.loading > 0 {
 		return
 	}
 	m.phase = running
-	for i, j := range m.seating() {
-		s := m.seats[i+1]
+	seats := m.all()
+	for n, j := range m.seating(seats) {
+		s := seats[n]
 		s.process = j
-		s.slave, s.seen, s.floor = s.process.name, now, m.starts[i].GetWindows()
+		s.slave, s.seen, s.floor = s.process.name, now, m.starts[s.at].GetWindows()
 	}
 	resume := m.cfg.Stored != nil
-	for i := 1; i <= m.L; i++ {
-		m.assign(i, resume, m.starts[i])
+	for _, s := range seats {
+		m.assign(s, resume, m.starts[s.at])
+	}
+	for i, a := range m.averages {
+		if a != nil {
+			// The replicas resume together (see updateKeeps), after the
+			// averages their checkpoint follows.
+			a.round = m.seats[i][0].keep/m.cfg.SyncEvery + 1
+		}
 	}
 	c := m.cfg.Stages[0]
 	m.src = pipeline.NewSource(m.cfg.Data, m.cfg.N, c.Visible, c.BatchSize, c.K, m.cfg.ShuffleSeed)
-	first := m.starts[1].GetWindows()
-	m.feed = NewDealer(m.cfg.Run, MasterName, Alone, 0, []string{m.seats[1].slave}, uint64(first))
+	first := uint64(math.MaxUint64)
+	var names []string
+	for _, s := range m.seats[1] {
+		first = min(first, m.replica(s.at).Global(uint64(m.starts[s.at].GetWindows())))
+		names = append(names, s.slave)
+	}
+	m.feed = NewDealer(m.cfg.Run, MasterName, Alone, 0, names, first)
 	m.feed.Regenerate(func(g uint64) *pipeline.Window { return m.src.Again(int(g)) })
-	for n := 0; n < first; n++ {
+	for range first {
 		m.src.NextOf(c) // dealt before the resume point
 	}
 	m.starts = nil
 }
 
-// seating returns the slaves gathered in the order of the RBMs they train:
-// those cfg.Seating names at their RBM, the others in the order they joined.
-func (m *Master) seating() []joined {
-	order := make([]joined, m.L)
+// seating returns the slaves gathered in the order of seats: those
+// cfg.Seating names at their seat, the others in the order they joined.
+func (m *Master) seating(seats []*seat) []joined {
+	order := make([]joined, len(seats))
 	taken := make([]bool, len(m.joined))
 	for k, j := range m.joined {
-		if i, ok := m.cfg.Seating[j.name]; ok && i >= 1 && i <= m.L && order[i-1].name == "" {
-			order[i-1], taken[k] = j, true
+		at, ok := m.cfg.Seating[j.name]
+		if !ok {
+			continue
+		}
+		if n := slices.IndexFunc(seats, func(s *seat) bool { return s.at == at }); n >= 0 && order[n].name == "" {
+			order[n], taken[k] = j, true
 		}
 	}
 	next := 0
@@ -519,52 +633,66 @@ func (m *Master) pumpFeed() {
 	}
 }
 
-// neighbours returns the producer and consumer names of RBM i.
-func (m *Master) neighbours(i int) (up, down string) {
-	up = MasterName
-	if i > 1 {
-		up = m.seats[i-1].slave
+// neighbours returns the names of the producers and consumers of seat at:
+// the replicas of the RBMs below and above, in order.
+func (m *Master) neighbours(at Seat) (up, down []string) {
+	up = []string{MasterName}
+	if i := at.RBM; i > 1 {
+		up = m.names(i - 1)
 	}
-	if i < m.L {
-		down = m.seats[i+1].slave
+	if i := at.RBM; i < m.L {
+		down = m.names(i + 1)
 	}
 	return up, down
 }
 
-func (m *Master) assignment(i int) *messages.Assign {
-	up, down := m.neighbours(i)
+// names returns the slaves of RBM i's replicas, in order.
+func (m *Master) names(i int) []string {
+	names := make([]string, len(m.seats[i]))
+	for k, s := range m.seats[i] {
+		names[k] = s.slave
+	}
+	return names
+}
+
+func (m *Master) assignment(s *seat) *messages.Assign {
+	up, down := m.neighbours(s.at)
 	c := m.cfg
-	a := assignment(c.Run, c.Stages[i-1], m.L, c.N, LinkCredits(c.Credits, c.Stages[i-1], c.N), c.CheckpointEvery, up, down)
-	a.Process = m.seats[i].process.process
+	st := c.Stages[s.at.RBM-1]
+	a := assignment(c.Run, st, m.L, c.N, LinkCredits(c.Credits, st, c.N), c.CheckpointEvery, up, down)
+	a.Replica, a.Replicas = s.at.Replica, len(m.seats[s.at.RBM])
+	if a.Replicas > 1 {
+		a.SyncEvery = c.SyncEvery
+	}
+	a.Process = s.process.process
 	return a
 }
 
-// assign sends RBM i to its slave, with the checkpoint to resume from when
-// resume is set (nil: from the beginning).
-func (m *Master) assign(i int, resume bool, from *messages.Checkpoint) {
-	s := m.seats[i]
-	a := m.assignment(i)
+// assign sends seat s to its slave, with the checkpoint to resume from
+// when resume is set (nil: from the beginning).
+func (m *Master) assign(s *seat, resume bool, from *messages.Checkpoint) {
+	a := m.assignment(s)
 	a.Resume = resume
 	m.send(s.slave, a)
 	s.from = nil
 	if resume {
 		if from == nil {
-			from = &messages.Checkpoint{RunID: m.cfg.Run.ID, Incarnation: m.cfg.Run.Incarnation, RBM: i}
+			from = &messages.Checkpoint{RunID: m.cfg.Run.ID, Incarnation: m.cfg.Run.Incarnation, RBM: s.at.RBM, Replica: s.at.Replica}
 		}
 		m.send(s.slave, from)
 		s.from = from
 	}
 	s.assigned, s.confirmed = true, false
-	m.log.Info("assigned", "slave", s.slave, "rbm", i, "size", fmt.Sprintf("%dx%d", a.Visible, a.Hidden), "from_window", from.GetWindows())
+	m.log.Info("assigned", "slave", s.slave, "rbm", s.at.RBM, "replica", s.at.Replica, "size", fmt.Sprintf("%dx%d", a.Visible, a.Hidden), "from_window", from.GetWindows())
 }
 
 // stopSlaves tells every current slave to stop.
 func (m *Master) stopSlaves(reason string) {
-	for _, s := range m.seats[1:] {
+	m.each(func(s *seat) {
 		if s.slave != "" {
 			m.send(s.slave, &messages.Stop{RunID: m.cfg.Run.ID, Incarnation: m.cfg.Run.Incarnation, Reason: reason})
 		}
-	}
+	})
 	m.stopSpares(reason)
 }
 
@@ -586,19 +714,14 @@ func (m *Master) Interrupt(now time.Duration) {
 }
 
 func (m *Master) allLeft() bool {
-	for _, s := range m.seats[1:] {
-		if s.weights == nil && !s.gone {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(m.all(), func(s *seat) bool { return m.weights[s.at.RBM] == nil && s.weights == nil && !s.gone })
 }
 
-// left notes that the slave of RBM i stopped on request: when the master
+// left notes that the slave of seat s stopped on request: when the master
 // is stopping the run it is one fewer to wait for; otherwise (a signal of
 // its own stopped it) it is lost, at once.
-func (m *Master) left(now time.Duration, i int, slave, text string) {
-	s := m.seats[i]
+func (m *Master) left(now time.Duration, s *seat, slave, text string) {
+	i := s.at.RBM
 	s.gone = true
 	if m.phase == stopping {
 		if m.allLeft() {
@@ -612,23 +735,29 @@ func (m *Master) left(now time.Duration, i int, slave, text string) {
 			ErrSlaveLost, slave, i, text))
 		return
 	}
-	m.lose(now, i, true)
+	m.lose(now, s, true)
 }
 
 // Trained returns the trained RBMs in order, once the run is over without
-// error.
+// error. An RBM with replicas names all their slaves, joined by "+".
 func (m *Master) Trained() []Trained {
 	var out []Trained
 	for i := 1; i <= m.L; i++ {
-		s := m.seats[i]
-		w := s.weights
+		w := m.weights[i]
+		slave := strings.Join(m.names(i), "+")
+		var rejected messages.Rejections
+		for _, s := range m.seats[i] {
+			for reason, n := range s.rejected {
+				rejected[reason] += n
+			}
+		}
 		cfg := m.cfg.Stages[i-1]
 		rb := &rbm.RBM{Visible: w.Visible, Hidden: w.Hidden, Units: cfg.Units, W: w.W, A: w.A, B: w.B}
 		out = append(out, Trained{
-			Slave: s.slave, RBM: rb, BytesIn: int64(w.BytesIn), BytesOut: int64(w.BytesOut), Rejected: s.rejected,
+			Slave: slave, RBM: rb, BytesIn: int64(w.BytesIn), BytesOut: int64(w.BytesOut), Rejected: rejected,
 			Stats: pipeline.Stats{
 				Index: i, Epoch: cfg.Epochs - 1, Batches: w.Batches, Recon: w.ReconErrors,
-				Busy: Seconds(w.BusySeconds), WaitInput: Seconds(w.WaitSeconds), State: pipeline.Done, Worker: s.slave,
+				Busy: Seconds(w.BusySeconds), WaitInput: Seconds(w.WaitSeconds), State: pipeline.Done, Worker: slave,
 			},
 		})
 	}

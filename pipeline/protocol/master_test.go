@@ -110,7 +110,7 @@ func (r *masterRig) status(i int, slave string, batches int) *messages.Status {
 	}
 	return &messages.Status{
 		RunID: testRun.ID, Incarnation: testRun.Incarnation, RBM: i, Slave: slave, State: messages.StateTraining,
-		Batches: batches, Upstream: up, Downstream: down, Process: 1,
+		Batches: batches, Upstream: names(up), Downstream: names(down), Process: 1,
 	}
 }
 
@@ -144,8 +144,9 @@ func (r *masterRig) wantRunning() {
 // wantAssign checks that e assigns RBM i to to, between up and down.
 func (r *masterRig) wantAssign(e Envelope, i int, to, up, down string, resume bool) {
 	r.t.Helper()
-	want := assignment(testRun, r.stage(i), len(r.cfg.Stages), testRows, 2, r.cfg.CheckpointEvery, up, down)
-	want.Resume, want.Process = resume, r.m.seats[i].process.process
+	want := assignment(testRun, r.stage(i), len(r.cfg.Stages), testRows, 2, r.cfg.CheckpointEvery, names(up), names(down))
+	want.Replicas = 1
+	want.Resume, want.Process = resume, r.m.seats[i][0].process.process
 	if e.From != MasterName || e.To != to || !reflect.DeepEqual(e.Msg, want) {
 		r.t.Fatalf("%s %+v; want master -> %s %+v", e, e.Msg, to, want)
 	}
@@ -219,7 +220,7 @@ func TestMasterGathersAndAssigns(t *testing.T) {
 // they join in; the others fill the rest in the order they joined.
 func TestMasterSeating(t *testing.T) {
 	t.Parallel()
-	r := newMasterRig(t, 3, 1, 2, func(c *MasterConfig) { c.Seating = map[string]int{"g2": 3, "g1": 1, "far": 9} })
+	r := newMasterRig(t, 3, 1, 2, func(c *MasterConfig) { c.Seating = map[string]Seat{"g2": {RBM: 3}, "g1": {RBM: 1}, "far": {RBM: 9}} })
 	r.m.Start(0)
 	r.m.Ready()
 	var out Output
@@ -366,7 +367,7 @@ func TestMasterStatus(t *testing.T) {
 
 	// A slave that lost a relink is told again.
 	st = r.status(2, "s2", 1)
-	st.Upstream = "s9"
+	st.Upstream = []string{"s9"}
 	out := r.recv("s2", st)
 	wantShape(t, "Status with a stale upstream", out.Messages, "s2 assign")
 	r.wantAssign(out.Messages[0], 2, "s2", "s1", "", false)
@@ -410,7 +411,7 @@ func TestMasterStoresCheckpoints(t *testing.T) {
 	cp := fakeCheckpoint(r.stage(1), 2, 2)
 	out := r.at(1).recv("s1", cp)
 	wantShape(t, "Checkpoint", out.Messages, "")
-	want := []StoreOp{{Kind: Put, Name: "rbm-1/000000000002", RBM: 1, Windows: 2, Msg: cp}}
+	want := []StoreOp{{Kind: Put, Name: "rbm-1/000000000002", Seat: Seat{RBM: 1}, Windows: 2, Msg: cp}}
 	if !reflect.DeepEqual(out.Store, want) {
 		t.Fatalf("Checkpoint(rbm 1, 2) store ops = %+v; want %+v", out.Store, want)
 	}
@@ -443,7 +444,7 @@ func TestMasterStoresCheckpoints(t *testing.T) {
 	if a1, a2 := *msg[*messages.CheckpointAck](t, out.Messages, 0), *msg[*messages.CheckpointAck](t, out.Messages, 1); a1 != ack(4, 4, 2) || a2 != ack(4, 4, 1) {
 		t.Fatalf("Stored(rbm 2, 4) acks %+v, %+v; want %+v, %+v", a1, a2, ack(4, 4, 2), ack(4, 4, 1))
 	}
-	wantDel := []StoreOp{{Kind: Delete, Name: "rbm-2/000000000002", RBM: 2, Windows: 2}, {Kind: Delete, Name: "rbm-1/000000000002", RBM: 1, Windows: 2}}
+	wantDel := []StoreOp{{Kind: Delete, Name: "rbm-2/000000000002", Seat: Seat{RBM: 2}, Windows: 2}, {Kind: Delete, Name: "rbm-1/000000000002", Seat: Seat{RBM: 1}, Windows: 2}}
 	if !reflect.DeepEqual(out.Store, wantDel) {
 		t.Fatalf("Stored(rbm 2, 4) store ops = %+v; want %+v", out.Store, wantDel)
 	}
@@ -458,7 +459,7 @@ func TestMasterStoresCheckpoints(t *testing.T) {
 	if out := r.recv("s1", bad); len(out.Store) != 0 {
 		t.Fatalf("a checkpoint of the wrong shape: store ops %+v; want none", out.Store)
 	}
-	r.m.Stored(r.now, StoreOp{Kind: Put, Name: WeightsName(1), RBM: 1, Windows: -1, Msg: fakeWeights(r.stage(1), 1)})
+	r.m.Stored(r.now, StoreOp{Kind: Put, Name: WeightsName(1), Seat: Seat{RBM: 1}, Windows: -1, Msg: fakeWeights(r.stage(1), 1)})
 	if out := r.m.Ready(); len(out.Messages) != 0 {
 		t.Fatalf("Stored(weights) = [%s]; want nothing", describe(out.Messages))
 	}
@@ -509,17 +510,17 @@ func TestMasterKeeps(t *testing.T) {
 			t.Parallel()
 			r := newMasterRig(t, 3, 1, 2, nil)
 			for i := 1; i <= 3; i++ {
-				r.m.seats[i].floor = tc.floors[i]
+				r.m.seats[i][0].floor = tc.floors[i]
 			}
 			for _, s := range tc.stored {
 				cp := fakeCheckpoint(r.stage(s[0]), s[1], s[1])
-				r.m.Stored(0, StoreOp{Kind: Put, Name: CheckpointName(s[0], s[1]), RBM: s[0], Windows: s[1], Msg: cp})
+				r.m.Stored(0, StoreOp{Kind: Put, Name: CheckpointName(Seat{RBM: s[0]}, s[1]), Seat: Seat{RBM: s[0]}, Windows: s[1], Msg: cp})
 			}
 			var got [4]int
 			left := map[int][]int{}
 			for i := 1; i <= 3; i++ {
-				got[i] = r.m.seats[i].keep
-				if ws := slices.Sorted(maps.Keys(r.m.seats[i].stored)); len(ws) > 0 {
+				got[i] = r.m.seats[i][0].keep
+				if ws := slices.Sorted(maps.Keys(r.m.seats[i][0].stored)); len(ws) > 0 {
 					left[i] = ws
 				}
 			}
@@ -562,7 +563,7 @@ func TestMasterReplacesLostSlave(t *testing.T) {
 
 	out := r.at(7).register("s3", 1)
 	wantShape(t, "Register(s3)", out.Messages, "s3 admission")
-	get := StoreOp{Kind: Get, Name: "rbm-1/000000000002", RBM: 1, Windows: 2}
+	get := StoreOp{Kind: Get, Name: "rbm-1/000000000002", Seat: Seat{RBM: 1}, Windows: 2}
 	if !reflect.DeepEqual(out.Store, []StoreOp{get}) {
 		t.Fatalf("Register(s3) store ops = %+v; want [%+v]", out.Store, get)
 	}
@@ -646,8 +647,8 @@ func TestMasterTakesBackLostSlave(t *testing.T) {
 	r.at(11).register("s3", 1)
 	r.at(12).recv("s2", r.status(2, "s2", 3))
 	out = r.at(12.1).tick()
-	if len(out.Store) != 1 || out.Store[0].Kind != Get || r.m.seats[1].replacement != "s3" {
-		t.Fatalf("second loss of s1: store ops %+v, replacement %q; want the spare s3 loading a checkpoint", out.Store, r.m.seats[1].replacement)
+	if len(out.Store) != 1 || out.Store[0].Kind != Get || r.m.seats[1][0].replacement != "s3" {
+		t.Fatalf("second loss of s1: store ops %+v, replacement %q; want the spare s3 loading a checkpoint", out.Store, r.m.seats[1][0].replacement)
 	}
 	wantShape(t, "Status(s1) while s3 loads", r.recv("s1", r.status(1, "s1", 6)).Messages, "")
 	r.m.Loaded(r.now, out.Store[0], fakeCheckpoint(r.stage(1), 2, 2), nil)
@@ -838,7 +839,7 @@ func TestMasterCompletes(t *testing.T) {
 	w1.ReconErrors, w1.BytesIn, w1.BusySeconds = []float64{0.3, 0.2}, 100, 2
 	out := r.at(1).recv("s1", w1)
 	wantShape(t, "Weights(1)", out.Messages, "")
-	if want := []StoreOp{{Kind: Put, Name: "weights/rbm-1", RBM: 1, Windows: -1, Msg: w1}}; !reflect.DeepEqual(out.Store, want) {
+	if want := []StoreOp{{Kind: Put, Name: "weights/rbm-1", Seat: Seat{RBM: 1}, Windows: -1, Msg: w1}}; !reflect.DeepEqual(out.Store, want) {
 		t.Fatalf("Weights(1) store ops = %+v; want %+v", out.Store, want)
 	}
 	if out := r.recv("s1", fakeWeights(r.stage(1), 9)); len(out.Store) != 0 {
@@ -1063,7 +1064,7 @@ func storeOf(t *testing.T, cps [][2]int, weights ...*messages.Weights) *MemStore
 	s := NewMemStore()
 	ctx := context.Background()
 	for _, c := range cps {
-		s.Put(ctx, CheckpointName(c[0], c[1]), []byte("a checkpoint"))
+		s.Put(ctx, CheckpointName(Seat{RBM: c[0]}, c[1]), []byte("a checkpoint"))
 	}
 	for _, w := range weights {
 		b, err := messages.Encode(w)
@@ -1093,7 +1094,7 @@ func TestMasterResumesAtTheKeepPoint(t *testing.T) {
 	r := newMasterRig(t, 1, 3, 2, func(c *MasterConfig) { c.Stored, c.Run.Incarnation = stored, 2 })
 	r.m.Start(0)
 	out := r.m.Ready()
-	get := StoreOp{Kind: Get, Name: "rbm-1/000000000004", RBM: 1, Windows: 4}
+	get := StoreOp{Kind: Get, Name: "rbm-1/000000000004", Seat: Seat{RBM: 1}, Windows: 4}
 	if !reflect.DeepEqual(out.Store, []StoreOp{get}) {
 		t.Fatalf("Start store ops = %+v; want [%+v]", out.Store, get)
 	}
@@ -1129,7 +1130,7 @@ func TestMasterResumeOfACompleteRun(t *testing.T) {
 	t.Parallel()
 	stages := testStages(2, 1)
 	stored := readStored(t, storeOf(t, [][2]int{{1, 2}}, fakeWeights(stages[0], 1), fakeWeights(stages[1], 2)), 2)
-	if len(stored.Weights) != 2 || !reflect.DeepEqual(stored.Checkpoints, map[int][]int{1: {2}}) {
+	if len(stored.Weights) != 2 || !reflect.DeepEqual(stored.Checkpoints, map[Seat][]int{{RBM: 1}: {2}}) {
 		t.Fatalf("ReadStored = %+v; want 2 weights, rbm 1's checkpoint at 2", stored)
 	}
 	r := newMasterRig(t, 2, 1, 2, func(c *MasterConfig) { c.Stored = stored })
@@ -1156,7 +1157,7 @@ func TestMasterFullWhileLoadingAndStopping(t *testing.T) {
 	t.Parallel()
 	// A resumed run waits for its checkpoint with its one slave joined:
 	// another waits as a spare, and one more is not needed.
-	stored := &Stored{Checkpoints: map[int][]int{1: {2}}}
+	stored := &Stored{Checkpoints: map[Seat][]int{{RBM: 1}: {2}}}
 	r := newMasterRig(t, 1, 1, 2, func(c *MasterConfig) { c.Stored = stored })
 	r.m.Start(0)
 	r.m.Ready()
@@ -1173,7 +1174,7 @@ func TestMasterFullWhileLoadingAndStopping(t *testing.T) {
 	// A stopping master needs nobody, and ignores what is not a report.
 	r = newMasterRig(t, 1, 1, 2, nil)
 	r.start()
-	if out := r.recv("s1", r.m.assignment(1)); len(out.Messages) != 0 {
+	if out := r.recv("s1", r.m.assignment(r.m.seats[1][0])); len(out.Messages) != 0 {
 		t.Fatalf("an Assign from s1 = [%s]; want nothing", describe(out.Messages))
 	}
 	r.m.Interrupt(0)
@@ -1190,7 +1191,7 @@ func TestMasterFullWhileLoadingAndStopping(t *testing.T) {
 	if out := r.m.Ready(); len(out.Messages) != 0 || !slices.Equal(r.checkpointed, []string{"1 1"}) {
 		t.Fatalf("Stored after the end = [%s], observer saw %v; want nothing sent, [1 1]", describe(out.Messages), r.checkpointed)
 	}
-	r.m.Loaded(r.now, StoreOp{Kind: Get, RBM: 1, Windows: 1}, nil, errors.New("late"))
+	r.m.Loaded(r.now, StoreOp{Kind: Get, Seat: Seat{RBM: 1}, Windows: 1}, nil, errors.New("late"))
 	if _, err := r.m.Done(); err != ErrInterrupted {
 		t.Fatalf("a Loaded after the end changed the error to %v; want %v", err, ErrInterrupted)
 	}
@@ -1216,11 +1217,11 @@ func TestMasterLateCheckpointOfALostSlave(t *testing.T) {
 	if len(out.Messages) != 0 || len(out.Store) != 0 {
 		t.Fatalf("Stored(rbm 2, 4) after s2 was lost = [%s], store ops %+v; want nothing", describe(out.Messages), out.Store)
 	}
-	if k1, k2 := r.m.seats[1].keep, r.m.seats[2].keep; k1 != 2 || k2 != 4 {
+	if k1, k2 := r.m.seats[1][0].keep, r.m.seats[2][0].keep; k1 != 2 || k2 != 4 {
 		t.Fatalf("keep points after the late checkpoint = %d, %d; want 2, 4", k1, k2)
 	}
 	out = r.register("s3", 1)
-	if want := []StoreOp{{Kind: Get, Name: "rbm-2/000000000004", RBM: 2, Windows: 4}}; !reflect.DeepEqual(out.Store, want) {
+	if want := []StoreOp{{Kind: Get, Name: "rbm-2/000000000004", Seat: Seat{RBM: 2}, Windows: 4}}; !reflect.DeepEqual(out.Store, want) {
 		t.Fatalf("Register(s3) store ops = %+v; want %+v", out.Store, want)
 	}
 }

@@ -79,18 +79,18 @@ func (m *Master) register(now time.Duration, from string, reg *messages.Register
 		}
 		return
 	}
-	switch i := m.vacancyFor(reg.Name); {
-	case m.phase == gathering && len(m.joined) < m.L:
+	switch v := m.vacancyFor(reg.Name); {
+	case m.phase == gathering && len(m.joined) < m.slaves:
 		m.join(now, reg)
 		answer(messages.Admitted, "")
-		m.log.Info("slave joined", "slave", reg.Name, "host", reg.Host, "cpus", reg.CPUs, "joined", len(m.joined), "want", m.L)
+		m.log.Info("slave joined", "slave", reg.Name, "host", reg.Host, "cpus", reg.CPUs, "joined", len(m.joined), "want", m.slaves)
 		m.maybeRun(now)
-	case m.phase == running && i > 0:
+	case m.phase == running && v != nil:
 		m.join(now, reg)
 		answer(messages.Admitted, "")
-		m.log.Info("replacement joined", "slave", reg.Name, "host", reg.Host, "rbm", i)
-		m.replace(now, i, reg.Name)
-	case len(m.spares) < m.L:
+		m.log.Info("replacement joined", "slave", reg.Name, "host", reg.Host, "rbm", v.at.RBM, "replica", v.at.Replica)
+		m.replace(now, v, reg.Name)
+	case len(m.spares) < m.slaves:
 		m.spares = append(m.spares, joinedOf(now, reg))
 		answer(messages.Admitted, "")
 		m.log.Info("spare joined: it takes over from the next slave lost", "slave", reg.Name, "host", reg.Host, "spares", len(m.spares))
@@ -123,10 +123,8 @@ func (m *Master) holder(name string) *joined {
 		}
 		return nil
 	}
-	for _, s := range m.seats[1:] {
-		if (s.lost == nil && s.slave == name) || s.replacement == name {
-			return m.latest(name)
-		}
+	if slices.ContainsFunc(m.all(), func(s *seat) bool { return (s.lost == nil && s.slave == name) || s.replacement == name }) {
+		return m.latest(name)
 	}
 	return nil
 }
@@ -146,11 +144,11 @@ func (m *Master) latest(name string) *joined {
 func (m *Master) lastHeard(h *joined) time.Duration {
 	heard := h.seen
 	if m.phase == running {
-		for _, s := range m.seats[1:] {
+		m.each(func(s *seat) {
 			if s.lost == nil && s.slave == h.name && s.process.process == h.process {
 				heard = max(heard, s.seen)
 			}
-		}
+		})
 	}
 	return heard
 }
@@ -163,42 +161,40 @@ func (m *Master) takeName(now time.Duration, h *joined, reg *messages.Register) 
 		*h = joinedOf(now, reg)
 		return
 	}
-	for i := 1; i <= m.L; i++ {
-		s := m.seats[i]
+	for _, s := range m.all() {
 		switch {
 		case s.replacement == reg.Name:
 			*h = joinedOf(now, reg) // it takes over once the checkpoint loads
 			return
 		case s.lost == nil && s.slave == reg.Name:
-			if s.weights != nil {
-				*h = joinedOf(now, reg) // RBM i is trained: nothing to take over
+			if s.weights != nil || m.weights[s.at.RBM] != nil {
+				*h = joinedOf(now, reg) // its part is trained: nothing to take over
 				return
 			}
-			m.restart(now, i, reg)
+			m.restart(now, s, reg)
 			return
 		}
 	}
 }
 
-// restart hands RBM i to the new process of its slave's name.
-func (m *Master) restart(now time.Duration, i int, reg *messages.Register) {
+// restart hands seat s to the new process of its slave's name.
+func (m *Master) restart(now time.Duration, s *seat, reg *messages.Register) {
 	if m.cfg.CheckpointEvery <= 0 {
-		m.Abort(now, fmt.Errorf("%w: slave %s (rbm %d) restarted, and without checkpoints (reliability.checkpoint_every = 0) it cannot resume", ErrSlaveLost, reg.Name, i))
+		m.Abort(now, fmt.Errorf("%w: slave %s (%s) restarted, and without checkpoints (reliability.checkpoint_every = 0) it cannot resume", ErrSlaveLost, reg.Name, m.where(s.at)))
 		return
 	}
-	m.log.Warn("slave restarted", "slave", reg.Name, "rbm", i)
-	m.lose(now, i, false)
+	m.log.Warn("slave restarted", "slave", reg.Name, "rbm", s.at.RBM, "replica", s.at.Replica)
+	m.lose(now, s, false)
 	m.join(now, reg)
-	m.replace(now, i, reg.Name)
+	m.replace(now, s, reg.Name)
 }
 
-// relink tells the slave of RBM j its new neighbours. One that has not
+// relink tells the slave of seat s its new neighbours. One that has not
 // reported since it was assigned to resume gets the whole assignment again,
 // with its checkpoint: its first may have been lost, and a bare relink
 // would start it from scratch.
-func (m *Master) relink(j int) {
-	s := m.seats[j]
-	a := m.assignment(j)
+func (m *Master) relink(s *seat) {
+	a := m.assignment(s)
 	if s.confirmed || s.from == nil {
 		m.send(s.slave, a)
 		return
@@ -214,9 +210,9 @@ func (m *Master) reassign(name string) {
 	if m.phase != running {
 		return
 	}
-	for i := 1; i <= m.L; i++ {
-		if s := m.seats[i]; s.lost == nil && s.slave == name && s.assigned && !s.confirmed {
-			a := m.assignment(i)
+	for _, s := range m.all() {
+		if s.lost == nil && s.slave == name && s.assigned && !s.confirmed {
+			a := m.assignment(s)
 			a.Resume = s.from != nil
 			m.send(name, a)
 			if s.from != nil {
@@ -226,22 +222,21 @@ func (m *Master) reassign(name string) {
 	}
 }
 
-// vacancyFor returns the vacant RBM a replacement named name takes: the
-// one it was lost from, if any, else the first; 0 if none is vacant.
-func (m *Master) vacancyFor(name string) int {
-	pick := 0
-	for i := 1; i <= m.L; i++ {
-		s := m.seats[i]
-		if s.lost != nil && s.replacement == "" && (pick == 0 || s.lost.lost == name) {
-			pick = i
+// vacancyFor returns the vacant seat a replacement named name takes: the
+// one it was lost from, if any, else the first; nil if none is vacant.
+func (m *Master) vacancyFor(name string) *seat {
+	var pick *seat
+	m.each(func(s *seat) {
+		if s.lost != nil && s.replacement == "" && (pick == nil || s.lost.lost == name) {
+			pick = s
 		}
-	}
+	})
 	return pick
 }
 
-// takeSpare hands the vacant RBM i to the first spare still heard from, if
-// there is one, and reports whether there was.
-func (m *Master) takeSpare(now time.Duration, i int) bool {
+// takeSpare hands the vacant seat s to the first spare still heard from,
+// if there is one, and reports whether there was.
+func (m *Master) takeSpare(now time.Duration, s *seat) bool {
 	for len(m.spares) > 0 {
 		sp := m.spares[0]
 		m.spares = m.spares[1:]
@@ -252,8 +247,8 @@ func (m *Master) takeSpare(now time.Duration, i int) bool {
 		if m.cfg.Observer.Joined != nil {
 			m.cfg.Observer.Joined(sp.name, sp.host, sp.cpus)
 		}
-		m.log.Info("a spare takes over", "slave", sp.name, "rbm", i)
-		m.replace(now, i, sp.name)
+		m.log.Info("a spare takes over", "slave", sp.name, "rbm", s.at.RBM, "replica", s.at.Replica)
+		m.replace(now, s, sp.name)
 		return true
 	}
 	return false

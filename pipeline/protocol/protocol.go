@@ -18,6 +18,16 @@
 // to the master, which stores it; a slave that stays silent for LostAfter is
 // lost, and a replacement resumes its RBM from a stored checkpoint while
 // its neighbours relink. At the end the master collects every RBM_i.
+//
+// An RBM may have stage replicas (MasterConfig.Replicas, issue 14): r
+// slaves that train it data-parallel, replica k the windows g with g mod r
+// = k, dealt by their producer (Dealer) and gathered in order by their
+// consumer (Gatherer). Every SyncEvery of their windows they send their
+// parameters to the master and train on with the mean it sends back
+// (messages.Params); the RBM's weights are the last mean. Each replica is
+// a seat of its own, with its own checkpoints, loss and replacement; the
+// replicas of an RBM share their keep point, and the master keeps the
+// means a replacement may ask for again.
 package protocol
 
 import (

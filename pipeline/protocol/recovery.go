@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/pipedbn/pipedbn/messages"
@@ -25,27 +26,73 @@ import (
 // A restart at the newest checkpoint of RBM_i instead could start after
 // windows its consumer lost in flight, or after those a restart of the
 // consumer needs again.
+//
+// With stage replicas the rule holds per seat, in global windows: replica
+// a of RBM_i keeps no checkpoint after the last of its own windows that
+// comes before the global window where any replica b of RBM_i+1 it feeds
+// stands (b's keep point or floor, as b's own windows). The replicas of
+// one RBM share their keep point: the newest window count all of them
+// have a checkpoint of, under all their limits. Their checkpoints follow
+// an average (SyncEvery divides CheckpointEvery), so a restart of all of
+// them, after the master's own, needs no average it has lost; the master
+// keeps the averages after the keep point for the restart of one.
 
-// updateKeeps recomputes every RBM's keep point, top down, and returns the
-// RBMs whose keep point moved.
-func (m *Master) updateKeeps() []int {
-	var moved []int
-	limit := -1 // no limit for the top RBM
+// updateKeeps recomputes every seat's keep point, top down, and returns
+// the seats whose keep point moved.
+func (m *Master) updateKeeps() []*seat {
+	var moved []*seat
 	for i := m.L; i >= 1; i-- {
-		s := m.seats[i]
+		limits := make([]int, len(m.seats[i]))
+		for a := range limits {
+			limits[a] = m.limit(Seat{i, a})
+		}
 		keep := 0
-		for w := range s.stored {
-			if (limit < 0 || w <= limit) && w > keep {
+		for w := range m.seats[i][0].stored {
+			ok := w > keep
+			for a, s := range m.seats[i] {
+				_, stored := s.stored[w]
+				ok = ok && stored && (limits[a] < 0 || w <= limits[a])
+			}
+			if ok {
 				keep = w
 			}
 		}
-		if keep != s.keep {
-			moved = append(moved, i)
-			s.keep = keep
+		for _, s := range m.seats[i] {
+			if keep != s.keep {
+				moved = append(moved, s)
+				s.keep = keep
+			}
 		}
-		limit = min(keep, s.floor)
+		if a := m.averages[i]; a != nil {
+			// A replacement needs the averages from where it restarted.
+			from := keep
+			for _, s := range m.seats[i] {
+				from = min(from, s.floor)
+			}
+			a.forget(from, m.cfg.SyncEvery)
+		}
 	}
 	return moved
+}
+
+// limit returns the most own windows seat at may keep a checkpoint after:
+// those before the earliest global window a consumer of its may need
+// again; -1 for the top RBM, which has none.
+func (m *Master) limit(at Seat) int {
+	if at.RBM == m.L {
+		return -1
+	}
+	from := m.replica(at)
+	limit := math.MaxInt
+	for _, c := range m.seats[at.RBM+1] {
+		to := m.replica(c.at)
+		if !Shares(from, to) {
+			continue
+		}
+		g := to.Global(uint64(min(c.keep, c.floor)))
+		limit = min(limit, int(LinkWindows(g, from, Alone)))
+	}
+	return limit
 }
 
 // latest returns the newest stored checkpoint of seat s, -1 if none.
@@ -57,17 +104,16 @@ func (s *seat) latest() int {
 	return latest
 }
 
-// collect deletes RBM i's checkpoints before its keep point, unless its
+// collect deletes seat s's checkpoints before its keep point, unless its
 // slave is lost: its replacement may be loading one of them.
-func (m *Master) collect(i int) {
-	s := m.seats[i]
+func (m *Master) collect(s *seat) {
 	if s.lost != nil {
 		return
 	}
 	for w := range s.stored {
 		if w < s.keep {
 			delete(s.stored, w)
-			m.store(StoreOp{Kind: Delete, Name: CheckpointName(i, w), RBM: i, Windows: w})
+			m.store(StoreOp{Kind: Delete, Name: CheckpointName(s.at, w), Seat: s.at, Windows: w})
 		}
 	}
 }
@@ -76,38 +122,36 @@ func (m *Master) collect(i int) {
 // acknowledged to its slave, and moves keep points.
 func (m *Master) Stored(now time.Duration, op StoreOp) {
 	cp, ok := op.Msg.(*messages.Checkpoint)
-	if op.Kind != Put || !ok {
+	s := m.seat(op.Seat)
+	if op.Kind != Put || !ok || s == nil {
 		return
 	}
-	i := op.RBM
-	s := m.seats[i]
 	s.stored[op.Windows] = cp.Batches
 	moved := m.updateKeeps()
 	if m.cfg.Observer.Checkpointed != nil {
-		m.cfg.Observer.Checkpointed(i, StageStateOf(cp))
+		m.cfg.Observer.Checkpointed(s.at.RBM, StageStateOf(cp))
 	}
 	if m.phase == over {
 		return
 	}
-	m.ack(i, op.Windows)
-	m.collect(i)
-	for _, j := range moved {
-		if j != i {
-			m.ack(j, m.seats[j].latest())
-			m.collect(j)
+	m.ack(s, op.Windows)
+	m.collect(s)
+	for _, t := range moved {
+		if t != s {
+			m.ack(t, t.latest())
+			m.collect(t)
 		}
 	}
 }
 
-// ack tells the slave of RBM i that its checkpoint after windows windows
+// ack tells the slave of seat s that its checkpoint after windows windows
 // is stored, and where its keep point is.
-func (m *Master) ack(i, windows int) {
-	s := m.seats[i]
+func (m *Master) ack(s *seat, windows int) {
 	if s.lost != nil || !s.assigned {
 		return
 	}
 	m.send(s.slave, &messages.CheckpointAck{
-		RunID: m.cfg.Run.ID, Incarnation: m.cfg.Run.Incarnation, RBM: i,
+		RunID: m.cfg.Run.ID, Incarnation: m.cfg.Run.Incarnation, RBM: s.at.RBM, Replica: s.at.Replica,
 		Windows: uint64(max(windows, 0)), Durable: uint64(s.keep),
 	})
 }
@@ -118,29 +162,33 @@ func (m *Master) Loaded(now time.Duration, op StoreOp, cp *messages.Checkpoint, 
 	if m.phase == over {
 		return
 	}
-	i := op.RBM
+	at := op.Seat
+	s := m.seat(at)
+	if s == nil {
+		return
+	}
 	if err == nil {
-		st := m.cfg.Stages[i-1]
-		err = cp.Check(m.cfg.Run.ID, i, st.Visible, st.Hidden)
+		st := m.cfg.Stages[at.RBM-1]
+		err = cp.Check(m.cfg.Run.ID, at.RBM, at.Replica, st.Visible, st.Hidden)
 	}
 	if err == nil && cp.Windows != op.Windows {
 		err = fmt.Errorf("it holds window %d", cp.Windows)
 	}
 	if err != nil {
-		m.Abort(now, fmt.Errorf("rbm %d: read its checkpoint at window %d: %w", i, op.Windows, err))
+		m.Abort(now, fmt.Errorf("%s: read its checkpoint at window %d: %w", m.where(at), op.Windows, err))
 		return
 	}
 	// A checkpoint stored by an earlier incarnation restarts this one.
 	cp.Incarnation = m.cfg.Run.Incarnation
 	switch m.phase {
 	case gathering:
-		m.starts[i] = cp
+		m.starts[at] = cp
 		m.loading--
-		m.log.Info("resuming", "rbm", i, "window", cp.Windows, "batches", cp.Batches)
+		m.log.Info("resuming", "rbm", at.RBM, "replica", at.Replica, "window", cp.Windows, "batches", cp.Batches)
 		m.maybeRun(now)
 	case running:
-		if s := m.seats[i]; s.replacement != "" {
-			m.takeOver(now, i, cp)
+		if s.replacement != "" {
+			m.takeOver(now, s, cp)
 		}
 	}
 }
@@ -151,30 +199,29 @@ func (m *Master) Loaded(now time.Duration, op StoreOp, cp *messages.Checkpoint, 
 // joins within the join timeout.
 func (m *Master) watch(now time.Duration) {
 	t := m.cfg.Timing
-	for i := 1; i <= m.L; i++ {
-		s := m.seats[i]
+	for _, s := range m.all() {
 		switch {
 		case s.lost != nil:
 			if s.replacement == "" && now-s.lost.since > t.JoinTimeout {
-				m.Abort(now, fmt.Errorf("%w: slave %s (rbm %d) was lost %s ago and no replacement joined (cluster.join_timeout = %s)",
-					ErrSlaveLost, s.lost.lost, i, (now-s.lost.since).Round(time.Second), t.JoinTimeout))
+				m.Abort(now, fmt.Errorf("%w: slave %s (%s) was lost %s ago and no replacement joined (cluster.join_timeout = %s)",
+					ErrSlaveLost, s.lost.lost, m.where(s.at), (now-s.lost.since).Round(time.Second), t.JoinTimeout))
 				return
 			}
 		case now-s.seen > t.LostAfter:
 			if m.cfg.CheckpointEvery <= 0 {
-				m.Abort(now, fmt.Errorf("%w: slave %s (rbm %d) sent nothing for %s, and without checkpoints (reliability.checkpoint_every = 0) no replacement can take over",
-					ErrSlaveLost, s.slave, i, (now-s.seen).Round(100*time.Millisecond)))
+				m.Abort(now, fmt.Errorf("%w: slave %s (%s) sent nothing for %s, and without checkpoints (reliability.checkpoint_every = 0) no replacement can take over",
+					ErrSlaveLost, s.slave, m.where(s.at), (now-s.seen).Round(100*time.Millisecond)))
 				return
 			}
-			m.lose(now, i, true)
+			m.lose(now, s, true)
 		}
 	}
 }
 
-// lose declares the slave of RBM i lost: silent, or restarted (its new
+// lose declares the slave of seat s lost: silent, or restarted (its new
 // process registered).
-func (m *Master) lose(now time.Duration, i int, silent bool) {
-	s := m.seats[i]
+func (m *Master) lose(now time.Duration, s *seat, silent bool) {
+	i := s.at.RBM
 	lostAt := s.batches
 	if w := s.latest(); w >= 0 {
 		lostAt = max(lostAt, s.stored[w])
@@ -193,13 +240,13 @@ func (m *Master) lose(now time.Duration, i int, silent bool) {
 	// one is ended); if it only hung and comes back before any
 	// replacement, it goes on (takeBack), else it is stopped (reporter).
 	m.out.Respawn = append(m.out.Respawn, Respawn{RBM: i, Slave: s.slave})
-	m.takeSpare(now, i)
+	m.takeSpare(now, s)
 }
 
-// takeBack returns RBM i to its lost slave, which spoke again before any
+// takeBack returns seat s to its lost slave, which spoke again before any
 // replacement came: nothing was handed over, so it goes on where it is.
-func (m *Master) takeBack(now time.Duration, i int) {
-	s := m.seats[i]
+func (m *Master) takeBack(now time.Duration, s *seat) {
+	i := s.at.RBM
 	v := s.lost
 	s.lost, s.seen, s.gone = nil, now, false
 	m.out.Back = append(m.out.Back, Respawn{RBM: i, Slave: v.lost})
@@ -212,22 +259,21 @@ func (m *Master) takeBack(now time.Duration, i int) {
 	}
 }
 
-// replace hands RBM i, whose slave was lost, to the slave name: once its
+// replace hands seat s, whose slave was lost, to the slave name: once its
 // keep point is loaded, name resumes from it.
-func (m *Master) replace(now time.Duration, i int, name string) {
-	s := m.seats[i]
+func (m *Master) replace(now time.Duration, s *seat, name string) {
 	s.replacement, s.floor = name, s.keep
 	if s.keep == 0 {
-		m.takeOver(now, i, nil)
+		m.takeOver(now, s, nil)
 		return
 	}
-	m.store(StoreOp{Kind: Get, Name: CheckpointName(i, s.keep), RBM: i, Windows: s.keep})
+	m.store(StoreOp{Kind: Get, Name: CheckpointName(s.at, s.keep), Seat: s.at, Windows: s.keep})
 }
 
-// takeOver assigns RBM i to its replacement, to resume from cp (nil: from
+// takeOver assigns seat s to its replacement, to resume from cp (nil: from
 // the beginning), and relinks its neighbours to it.
-func (m *Master) takeOver(now time.Duration, i int, cp *messages.Checkpoint) {
-	s := m.seats[i]
+func (m *Master) takeOver(now time.Duration, s *seat, cp *messages.Checkpoint) {
+	i := s.at.RBM
 	v := s.lost
 	name := s.replacement
 	s.slave, s.replacement, s.lost, s.seen, s.gone = name, "", nil, now, false
@@ -236,14 +282,19 @@ func (m *Master) takeOver(now time.Duration, i int, cp *messages.Checkpoint) {
 			s.process = j // the latest registration of the name
 		}
 	}
-	m.assign(i, true, cp)
+	m.assign(s, true, cp)
 	if name != v.lost {
 		if i == 1 {
-			m.feed.Relink(0, name)
+			m.feed.Relink(s.at.Replica, name)
 		}
 		for _, j := range []int{i - 1, i + 1} {
-			if j >= 1 && j <= m.L && m.seats[j].lost == nil {
-				m.relink(j)
+			if j < 1 || j > m.L {
+				continue
+			}
+			for _, n := range m.seats[j] {
+				if n.lost == nil {
+					m.relink(n)
+				}
 			}
 		}
 	}

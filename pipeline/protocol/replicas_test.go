@@ -146,3 +146,30 @@ func checkReplicas(t *testing.T, q, r, W int, loss float64) {
 		}
 	}
 }
+
+// TestMeanWeighsReplicasByWindows checks the replicas' average: each
+// replica's parameters weigh as many windows as it trained since the last
+// average, those of replicas that sent none do not count, and replicas that
+// trained nothing (after their last window) weigh alike.
+func TestMeanWeighsReplicasByWindows(t *testing.T) {
+	t.Parallel()
+	p := func(windows int, v float32) *messages.Params {
+		return &messages.Params{RBM: 1, Visible: 1, Hidden: 1, Windows: windows, W: []float32{v}, A: []float32{-v}, B: []float32{2 * v}}
+	}
+	for _, tc := range []struct {
+		name string
+		in   []*messages.Params
+		want float32
+	}{
+		{"equal windows", []*messages.Params{p(2, 1), p(2, 3)}, 2},
+		{"one window against three", []*messages.Params{p(1, 0), p(3, 4)}, 3},
+		{"a replica that sent nothing", []*messages.Params{p(2, 1), nil, p(2, 5)}, 3},
+		{"a replica past its last window", []*messages.Params{p(2, 1), p(0, 100)}, 1},
+		{"none trained since", []*messages.Params{p(0, 1), p(0, 2)}, 1.5},
+	} {
+		avg := mean(tc.in)
+		if avg.W[0] != tc.want || avg.A[0] != -tc.want || avg.B[0] != 2*tc.want {
+			t.Errorf("%s: mean = W %v, A %v, B %v; want %v, %v, %v", tc.name, avg.W, avg.A, avg.B, tc.want, -tc.want, 2*tc.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package protocol
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -113,9 +114,15 @@ type Slave struct {
 
 	checkpointed int // the windows of the last checkpoint sent; -1: none
 	acked        uint64
-	stopReason   error
-	weights      *messages.Weights
-	weightsSent  time.Duration
+	// Replicas' averages: synced counts the averages taken; syncing is
+	// the parameters sent for the next, while the slave waits for it (nil
+	// when it does not), sent last at syncSent.
+	synced      int
+	syncing     *messages.Params
+	syncSent    time.Duration
+	stopReason  error
+	weights     *messages.Weights
+	weightsSent time.Duration
 }
 
 // NewSlave returns a slave that has not registered yet.
@@ -244,8 +251,14 @@ func (s *Slave) Tick(now time.Duration) {
 			s.register(now)
 		}
 	case training, draining:
+		if s.syncing != nil && now-s.syncSent >= t.ResendAfter {
+			s.syncSent = now
+			s.send(MasterName, s.syncing) // it, or the average, was lost
+		}
 		if s.job == nil {
-			if s.state == pipeline.WaitingInput {
+			if s.state == pipeline.WaitingInput || s.state == pipeline.WaitingAverage {
+				// Waiting for an average too: a producer that restarted
+				// learns its credit from the repeated grants.
 				s.out.Messages = append(s.out.Messages, s.in.Tick(now)...)
 			}
 			if s.phase == draining && s.deadline != 0 && now >= s.deadline {
@@ -317,8 +330,10 @@ func (s *Slave) Receive(now time.Duration, e Envelope) {
 		s.assigned(now, m)
 	case *messages.Checkpoint:
 		s.resume(now, m)
+	case *messages.Params:
+		s.averaged(now, m)
 	case *messages.CheckpointAck:
-		if s.assign != nil && m.RBM == s.assign.RBM {
+		if s.assign != nil && m.RBM == s.assign.RBM && m.Replica == s.assign.Replica {
 			if ok, _ := s.run.matches(m.RunID, m.Incarnation); ok && s.in != nil {
 				s.acked = max(s.acked, m.Windows)
 				s.in.SetDurable(m.Durable)
@@ -361,16 +376,25 @@ func (s *Slave) admission(now time.Duration, m *messages.Admission) {
 // later ones of the same RBM relink the slave to new neighbours.
 func (s *Slave) assigned(now time.Duration, a *messages.Assign) {
 	if s.assign != nil {
-		if ok, _ := s.run.matches(a.RunID, a.Incarnation); !ok || a.RBM != s.assign.RBM {
+		if ok, _ := s.run.matches(a.RunID, a.Incarnation); !ok || a.RBM != s.assign.RBM || a.Replica != s.assign.Replica ||
+			len(a.Upstream) != len(s.assign.Upstream) || len(a.Downstream) != len(s.assign.Downstream) {
 			return
 		}
-		if s.in != nil && a.Upstream != s.in.Producers()[0] {
-			s.log.Info("new upstream", "slave", a.Upstream)
-			s.out.Messages = append(s.out.Messages, s.in.Relink(now, 0, a.Upstream)...)
+		if s.in != nil {
+			for k, p := range s.in.Producers() {
+				if p != "" && a.Upstream[k] != p {
+					s.log.Info("new upstream", "slave", a.Upstream[k])
+					s.out.Messages = append(s.out.Messages, s.in.Relink(now, k, a.Upstream[k])...)
+				}
+			}
 		}
-		if s.down != nil && a.Downstream != "" && a.Downstream != s.down.Consumers()[0] {
-			s.log.Info("new downstream", "slave", a.Downstream)
-			s.down.Relink(0, a.Downstream)
+		if s.down != nil {
+			for k, c := range s.down.Consumers() {
+				if c != "" && a.Downstream[k] != c {
+					s.log.Info("new downstream", "slave", a.Downstream[k])
+					s.down.Relink(k, a.Downstream[k])
+				}
+			}
 		}
 		s.assign.Upstream, s.assign.Downstream = a.Upstream, a.Downstream
 		return
@@ -391,7 +415,10 @@ func (s *Slave) assigned(now time.Duration, a *messages.Assign) {
 	}
 	s.assign, s.run = a, Run{ID: a.RunID, Incarnation: a.Incarnation}
 	s.log = s.cfg.Logger.With("rbm", a.RBM, "run", a.RunID)
-	s.log.Info("assigned", "visible", a.Visible, "hidden", a.Hidden, "upstream", a.Upstream, "downstream", a.Downstream, "resume", a.Resume)
+	if a.Replicas > 1 {
+		s.log = s.log.With("replica", a.Replica)
+	}
+	s.log.Info("assigned", "visible", a.Visible, "hidden", a.Hidden, "upstream", a.Upstream, "downstream", a.Downstream, "replicas", a.Replicas, "resume", a.Resume)
 	if s.cfg.Fits != nil {
 		f := pipeline.Flow{RBMs: a.RBMs, Rows: a.RowsPerEpoch, Credits: a.Credits, CheckpointEvery: a.CheckpointEvery}
 		if err := s.cfg.Fits(cfg, f); err != nil {
@@ -417,7 +444,7 @@ func (s *Slave) resume(now time.Duration, c *messages.Checkpoint) {
 	if ok, _ := s.run.matches(c.RunID, c.Incarnation); !ok {
 		return
 	}
-	if err := c.Check(a.RunID, a.RBM, a.Visible, a.Hidden); err != nil {
+	if err := c.Check(a.RunID, a.RBM, a.Replica, a.Visible, a.Hidden); err != nil {
 		s.fail(fmt.Errorf("checkpoint to resume from: %w", err))
 		return
 	}
@@ -432,15 +459,19 @@ func (s *Slave) resume(now time.Duration, c *messages.Checkpoint) {
 	}
 	s.log.Info("resuming", "window", c.Windows, "batches", s.stats.Batches)
 	s.checkpointed, s.acked = c.Windows, uint64(c.Windows)
+	if a.SyncEvery > 0 {
+		s.synced = c.Windows / a.SyncEvery // a replica checkpoints after an average
+	}
 	s.begin(now, uint64(c.Windows))
 }
 
 // begin opens the links and starts training at window start.
 func (s *Slave) begin(now time.Duration, start uint64) {
 	a := s.assign
-	s.in = NewGatherer(s.run, s.cfg.Name, Alone, []string{a.Upstream}, a.RBM-1, a.Visible, a.Credits, start, a.CheckpointEvery > 0, s.cfg.Timing)
-	if a.Downstream != "" {
-		s.down = NewDealer(s.run, s.cfg.Name, Alone, a.RBM, []string{a.Downstream}, start)
+	at := Replica{a.Replica, a.Replicas}
+	s.in = NewGatherer(s.run, s.cfg.Name, at, a.Upstream, a.RBM-1, a.Visible, a.Credits, start, a.CheckpointEvery > 0, s.cfg.Timing)
+	if len(a.Downstream) > 0 {
+		s.down = NewDealer(s.run, s.cfg.Name, at, a.RBM, a.Downstream, start)
 	}
 	s.phase, s.deadline = training, 0
 	s.state, s.since = pipeline.WaitingInput, now
@@ -452,7 +483,7 @@ func (s *Slave) begin(now time.Duration, start uint64) {
 func (s *Slave) setState(now time.Duration, st pipeline.State) {
 	var input, credit time.Duration
 	switch s.state {
-	case pipeline.WaitingInput:
+	case pipeline.WaitingInput, pipeline.WaitingAverage:
 		input = now - s.since
 	case pipeline.WaitingCredit:
 		credit = now - s.since
@@ -486,6 +517,9 @@ func (s *Slave) pump(now time.Duration) {
 		s.drain(now)
 		return
 	}
+	if s.syncing != nil {
+		return // the replicas' average comes first
+	}
 	switch {
 	case s.in.Ready():
 		s.setState(now, pipeline.Training)
@@ -495,6 +529,8 @@ func (s *Slave) pump(now time.Duration) {
 			s.job.Out = &pipeline.Window{X: make([]float32, in.TotalRows()*s.assign.Hidden)}
 		}
 		s.out.Job = s.job
+	case s.in.Ended() && s.assign.Replicas > 1:
+		s.sync(now, true)
 	case s.in.Ended():
 		s.finish(now)
 	case s.state != pipeline.WaitingInput:
@@ -518,9 +554,64 @@ func (s *Slave) Trained(now time.Duration, err error) {
 	if job.Out != nil {
 		s.held = job.Out
 	}
+	if e := s.assign.SyncEvery; e > 0 && s.stage.Windows()%e == 0 {
+		s.sync(now, false) // the checkpoint follows the average
+	} else {
+		s.maybeCheckpoint()
+	}
+	s.pump(now)
+}
+
+// maybeCheckpoint checkpoints after every C windows.
+func (s *Slave) maybeCheckpoint() {
 	if c := s.assign.CheckpointEvery; c > 0 && s.stage.Windows()%c == 0 {
 		s.checkpoint()
 	}
+}
+
+// sync sends the replica's parameters for the next average to the master,
+// final after its last window, and waits for the average.
+func (s *Slave) sync(now time.Duration, final bool) {
+	a := s.assign
+	r := s.stage.RBM()
+	s.syncing = &messages.Params{
+		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: a.RBM, Replica: a.Replica, Round: s.synced + 1, Final: final,
+		Windows: s.stage.Windows() - s.synced*a.SyncEvery, Visible: r.Visible, Hidden: r.Hidden,
+		W: slices.Clone(r.W), A: slices.Clone(r.A), B: slices.Clone(r.B),
+	}
+	if final {
+		s.syncing.Windows = s.stage.Windows() - min(s.stage.Windows(), s.synced*a.SyncEvery)
+	}
+	s.syncSent = now
+	s.send(MasterName, s.syncing)
+	if s.state != pipeline.WaitingAverage {
+		s.setState(now, pipeline.WaitingAverage)
+	}
+}
+
+// averaged takes the replicas' average the slave waits for: its RBM takes
+// its parameters, and training goes on, or, after the final one, ends.
+func (s *Slave) averaged(now time.Duration, p *messages.Params) {
+	want := s.syncing
+	if want == nil || (s.phase != training && s.phase != draining) || p.RunID != s.run.ID || p.Incarnation != s.run.Incarnation ||
+		p.RBM != want.RBM || p.Replica != want.Replica || p.Round != want.Round {
+		return
+	}
+	r := s.stage.RBM()
+	if len(p.W) != len(r.W) || len(p.A) != len(r.A) || len(p.B) != len(r.B) {
+		s.fail(fmt.Errorf("the replicas' average %d: %d x %d parameters, want %d x %d", p.Round, p.Visible, p.Hidden, r.Visible, r.Hidden))
+		return
+	}
+	copy(r.W, p.W)
+	copy(r.A, p.A)
+	copy(r.B, p.B)
+	s.synced, s.syncing = p.Round, nil
+	if want.Final {
+		s.finish(now)
+		return
+	}
+	s.maybeCheckpoint()
+	s.setState(now, pipeline.WaitingInput)
 	s.pump(now)
 }
 
@@ -528,7 +619,9 @@ func (s *Slave) Trained(now time.Duration, err error) {
 func (s *Slave) checkpoint() {
 	if w := s.stage.Windows(); w != s.checkpointed {
 		s.checkpointed = w
-		s.send(MasterName, CheckpointOf(s.run, s.stage.Config(), s.stage.Snapshot()))
+		cp := CheckpointOf(s.run, s.stage.Config(), s.stage.Snapshot())
+		cp.Replica = s.assign.Replica
+		s.send(MasterName, cp)
 	}
 }
 
@@ -547,7 +640,7 @@ func (s *Slave) finish(now time.Duration) {
 	st := s.stats
 	in, out := s.bytes()
 	s.weights = &messages.Weights{
-		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Visible: r.Visible, Hidden: r.Hidden,
+		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Replica: s.assign.Replica, Visible: r.Visible, Hidden: r.Hidden,
 		W: r.W, A: r.A, B: r.B, ReconErrors: st.Recon, Batches: st.Batches, BusySeconds: st.Busy.Seconds(),
 		WaitSeconds: (st.WaitInput + st.WaitCredit).Seconds(), BytesIn: in, BytesOut: out,
 	}
@@ -571,17 +664,17 @@ func (s *Slave) report(now time.Duration) {
 	st := s.stats
 	in, out := s.bytes()
 	m := &messages.Status{
-		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Slave: s.cfg.Name, Process: s.cfg.Process, State: WireState(s.state),
+		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Replica: s.assign.Replica, Slave: s.cfg.Name, Process: s.cfg.Process, State: WireState(s.state),
 		Epoch: st.Epoch, Batches: st.Batches, ReconError: st.LastRecon, ReconErrors: st.Recon,
 		BusySeconds: st.Busy.Seconds(), WaitSeconds: (st.WaitInput + st.WaitCredit).Seconds(),
 		BytesIn: in, BytesOut: out,
 	}
 	if s.in != nil {
 		m.Rejected = s.in.Stats().Rejected
-		m.Upstream = s.in.Producers()[0]
+		m.Upstream = s.assign.Upstream
 	}
 	if s.down != nil {
-		m.Downstream = s.down.Consumers()[0]
+		m.Downstream = s.assign.Downstream
 	}
 	s.send(MasterName, m)
 }
@@ -646,7 +739,9 @@ func (s *Slave) drain(now time.Duration) {
 		return
 	}
 	s.deadline = now + s.cfg.Timing.DrainGrace
-	if s.assign.CheckpointEvery <= 0 {
+	if s.assign.CheckpointEvery <= 0 || s.syncing != nil {
+		// A replica waiting for an average has trained past it: its
+		// checkpoint would not tell (see resume), so the last one stands.
 		s.leave()
 		return
 	}
@@ -660,7 +755,7 @@ func (s *Slave) drain(now time.Duration) {
 func (s *Slave) leave() {
 	w := s.stage.Windows()
 	s.send(MasterName, &messages.Error{
-		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Stopped: true,
+		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Replica: s.assign.Replica, Stopped: true,
 		Text: fmt.Sprintf("%v (at window %d)", s.stopReason, w),
 	})
 	s.log.Warn("stopped", "reason", s.stopReason, "window", w)
@@ -671,7 +766,7 @@ func (s *Slave) leave() {
 func (s *Slave) fail(err error) {
 	s.log.Error("training failed", "error", err)
 	if s.assign != nil {
-		s.send(MasterName, &messages.Error{RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Text: err.Error()})
+		s.send(MasterName, &messages.Error{RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Replica: s.assign.Replica, Text: err.Error()})
 	}
 	s.exit(err)
 }

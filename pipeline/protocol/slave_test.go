@@ -92,7 +92,8 @@ func (r *slaveRig) wantRunning() {
 // assign is the assignment of RBM i of r's run, between up and down, with
 // checkpoints every c windows and 2 credits.
 func (r *slaveRig) assign(i, c int, up, down string, resume bool) *messages.Assign {
-	a := assignment(testRun, r.stages[i-1], len(r.stages), testRows, 2, c, up, down)
+	a := assignment(testRun, r.stages[i-1], len(r.stages), testRows, 2, c, names(up), names(down))
+	a.Replicas = 1
 	a.Resume = resume
 	return a
 }
@@ -164,8 +165,8 @@ func TestSlaveLifecycle(t *testing.T) {
 	wantShape(t, "Assign", out.Messages, "master credit, master status")
 	wantCredit(t, "Assign", msg[*messages.Credit](t, out.Messages, 0), 2, 0, 0, false)
 	st := msg[*messages.Status](t, out.Messages, 1)
-	if st.RBM != 1 || st.Slave != "s1" || st.State != messages.StateWaitingInput || st.Upstream != MasterName ||
-		st.Downstream != "s2" || st.BytesIn != 10 || st.BytesOut != 20 || st.RunID != "r1" || st.Incarnation != 2 {
+	if st.RBM != 1 || st.Slave != "s1" || st.State != messages.StateWaitingInput || !slices.Equal(st.Upstream, names(MasterName)) ||
+		!slices.Equal(st.Downstream, names("s2")) || st.BytesIn != 10 || st.BytesOut != 20 || st.RunID != "r1" || st.Incarnation != 2 {
 		t.Fatalf("Assign: status %+v; want rbm 1 of s1 of r1#2, waiting-input, master -> s2, bytes 10/20", *st)
 	}
 	if r.s.Assigned() != a {
@@ -249,7 +250,7 @@ func TestSlaveLifecycle(t *testing.T) {
 	out = r.at(2.5).tick()
 	wantShape(t, "Tick(2.5s)", out.Messages, "master credit, master status")
 	st = msg[*messages.Status](t, out.Messages, 1)
-	if st.Batches != 4 || st.State != messages.StateWaitingInput || st.Upstream != MasterName || st.Downstream != "s2" {
+	if st.Batches != 4 || st.State != messages.StateWaitingInput || !slices.Equal(st.Upstream, names(MasterName)) || !slices.Equal(st.Downstream, names("s2")) {
 		t.Fatalf("Tick(2.5s): status %+v; want 4 batches, waiting-input, master -> s2", *st)
 	}
 
@@ -771,10 +772,10 @@ func TestSlaveReportsEveryStatusEvery(t *testing.T) {
 	wantShape(t, "Assign(rbm 2)", r.recv(MasterName, r.assign(2, 2, "s9", "", false)).Messages, "")
 	sts := only(r.at(4.2).tick().Messages, messages.KindStatus)
 	wantShape(t, "Tick(4.2s)", sts, "master status")
-	if st := msg[*messages.Status](t, sts, 0); st.Upstream != "s7" || st.Downstream != "s8" || st.RBM != 1 {
+	if st := msg[*messages.Status](t, sts, 0); !slices.Equal(st.Upstream, names("s7")) || !slices.Equal(st.Downstream, names("s8")) || st.RBM != 1 {
 		t.Fatalf("status after the relink: rbm %d, %s -> %s; want rbm 1, s7 -> s8", st.RBM, st.Upstream, st.Downstream)
 	}
-	if a := r.s.Assigned(); a.Upstream != "s7" || a.Downstream != "s8" {
+	if a := r.s.Assigned(); !slices.Equal(a.Upstream, names("s7")) || !slices.Equal(a.Downstream, names("s8")) {
 		t.Fatalf("Assigned() after the relink: %s -> %s; want s7 -> s8", a.Upstream, a.Downstream)
 	}
 	// Windows from the old producer are foreign now.
@@ -900,14 +901,14 @@ func TestSlaveEdges(t *testing.T) {
 	}
 	// Without a Bytes function, reports count no bytes.
 	stages := testStages(1, 1)
-	s.Receive(0, Envelope{From: MasterName, Msg: assignment(testRun, stages[0], 1, testRows, 2, 2, MasterName, "")})
+	s.Receive(0, Envelope{From: MasterName, Msg: oneAssignment(stages[0])})
 	out := s.Ready()
 	if st := msg[*messages.Status](t, out.Messages, 1); st.BytesIn != 0 || st.BytesOut != 0 {
 		t.Fatalf("status without a Bytes function: bytes %d/%d; want 0/0", st.BytesIn, st.BytesOut)
 	}
 	// An assignment while training of the same RBM without a downstream
 	// change relinks nothing.
-	s.Receive(0, Envelope{From: MasterName, Msg: assignment(testRun, stages[0], 1, testRows, 2, 2, MasterName, "")})
+	s.Receive(0, Envelope{From: MasterName, Msg: oneAssignment(stages[0])})
 	if out := s.Ready(); len(out.Messages) != 0 {
 		t.Fatalf("the same Assign again = [%s]; want nothing", describe(out.Messages))
 	}
@@ -954,4 +955,11 @@ func TestSlaveRefusesWhatItCannotHold(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "needs 9 GiB") {
 		t.Fatalf("Done() error = %v; want the refusal", err)
 	}
+}
+
+// oneAssignment is the assignment of the one RBM of a run, stage c.
+func oneAssignment(c pipeline.StageConfig) *messages.Assign {
+	a := assignment(testRun, c, 1, testRows, 2, 2, names(MasterName), nil)
+	a.Replicas = 1
+	return a
 }

@@ -36,28 +36,43 @@ var ErrNotStored = errors.New("not stored")
 // StateName is the name of the master's own state in a Store.
 const StateName = "master"
 
-// CheckpointName is the name of RBM_rbm's checkpoint after windows windows.
-func CheckpointName(rbm, windows int) string { return fmt.Sprintf("rbm-%d/%012d", rbm, windows) }
+// CheckpointName is the name of the checkpoint of seat at after windows
+// windows: "rbm-2/000000000040", or "rbm-2-replica-1/000000000040" for a
+// replica other than the first.
+func CheckpointName(at Seat, windows int) string {
+	if at.Replica == 0 {
+		return fmt.Sprintf("rbm-%d/%012d", at.RBM, windows)
+	}
+	return fmt.Sprintf("rbm-%d-replica-%d/%012d", at.RBM, at.Replica, windows)
+}
 
 // WeightsName is the name of RBM_rbm's final weights.
 func WeightsName(rbm int) string { return fmt.Sprintf("weights/rbm-%d", rbm) }
 
 // ParseCheckpointName is the inverse of CheckpointName.
-func ParseCheckpointName(name string) (rbm, windows int, ok bool) {
+func ParseCheckpointName(name string) (at Seat, windows int, ok bool) {
 	rest, found := strings.CutPrefix(name, "rbm-")
 	if !found {
-		return 0, 0, false
+		return Seat{}, 0, false
 	}
-	i, w, found := strings.Cut(rest, "/")
+	where, w, found := strings.Cut(rest, "/")
 	if !found {
-		return 0, 0, false
+		return Seat{}, 0, false
 	}
-	rbm, err1 := strconv.Atoi(i)
-	windows, err2 := strconv.Atoi(w)
-	if err1 != nil || err2 != nil || rbm < 1 || windows < 0 {
-		return 0, 0, false
+	i, k, replica := strings.Cut(where, "-replica-")
+	var err error
+	if at.RBM, err = strconv.Atoi(i); err != nil || at.RBM < 1 {
+		return Seat{}, 0, false
 	}
-	return rbm, windows, true
+	if replica {
+		if at.Replica, err = strconv.Atoi(k); err != nil || at.Replica < 1 {
+			return Seat{}, 0, false
+		}
+	}
+	if windows, err = strconv.Atoi(w); err != nil || windows < 0 {
+		return Seat{}, 0, false
+	}
+	return at, windows, true
 }
 
 // StoreOpKind is what a StoreOp does.
@@ -79,8 +94,10 @@ const (
 type StoreOp struct {
 	Kind StoreOpKind
 	Name string
-	// RBM and Windows say whose checkpoint (Windows -1 for weights).
-	RBM, Windows int
+	// Seat and Windows say whose checkpoint (Windows -1 for an RBM's
+	// weights, at replica 0).
+	Seat    Seat
+	Windows int
 	// Msg is what Put stores: a *messages.Checkpoint or *messages.Weights.
 	Msg messages.Message
 }
@@ -88,8 +105,8 @@ type StoreOp struct {
 // Stored is what a Store holds of an interrupted run, for a master that
 // resumes it.
 type Stored struct {
-	// Checkpoints lists the windows of each RBM's stored checkpoints.
-	Checkpoints map[int][]int
+	// Checkpoints lists the windows of each seat's stored checkpoints.
+	Checkpoints map[Seat][]int
 	// Weights holds the final weights of the RBMs that finished.
 	Weights map[int]*messages.Weights
 }
@@ -102,11 +119,11 @@ func ReadStored(ctx context.Context, store Store, runID string, stages []pipelin
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", store.Where(), err)
 	}
-	s := &Stored{Checkpoints: map[int][]int{}, Weights: map[int]*messages.Weights{}}
+	s := &Stored{Checkpoints: map[Seat][]int{}, Weights: map[int]*messages.Weights{}}
 	L := len(stages)
 	for _, n := range names {
-		if i, w, ok := ParseCheckpointName(n); ok && i <= L {
-			s.Checkpoints[i] = append(s.Checkpoints[i], w)
+		if at, w, ok := ParseCheckpointName(n); ok && at.RBM <= L {
+			s.Checkpoints[at] = append(s.Checkpoints[at], w)
 		}
 	}
 	for i := 1; i <= L; i++ {

@@ -12,24 +12,26 @@ import (
 func TestCheckpointNames(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		rbm, windows int
-		want         string
+		at      Seat
+		windows int
+		want    string
 	}{
-		{1, 0, "rbm-1/000000000000"},
-		{3, 42, "rbm-3/000000000042"},
-		{12, 123456789012, "rbm-12/123456789012"},
+		{Seat{1, 0}, 0, "rbm-1/000000000000"},
+		{Seat{3, 0}, 42, "rbm-3/000000000042"},
+		{Seat{12, 0}, 123456789012, "rbm-12/123456789012"},
+		{Seat{2, 3}, 40, "rbm-2-replica-3/000000000040"},
 	} {
-		name := CheckpointName(tc.rbm, tc.windows)
+		name := CheckpointName(tc.at, tc.windows)
 		if name != tc.want {
-			t.Errorf("CheckpointName(%d, %d) = %q; want %q", tc.rbm, tc.windows, name, tc.want)
+			t.Errorf("CheckpointName(%v, %d) = %q; want %q", tc.at, tc.windows, name, tc.want)
 		}
-		if i, w, ok := ParseCheckpointName(name); i != tc.rbm || w != tc.windows || !ok {
-			t.Errorf("ParseCheckpointName(%q) = %d, %d, %t; want %d, %d, true", name, i, w, ok, tc.rbm, tc.windows)
+		if at, w, ok := ParseCheckpointName(name); at != tc.at || w != tc.windows || !ok {
+			t.Errorf("ParseCheckpointName(%q) = %v, %d, %t; want %v, %d, true", name, at, w, ok, tc.at, tc.windows)
 		}
 	}
-	for _, name := range []string{"", StateName, WeightsName(1), "rbm-1", "rbm-0/000000000001", "rbm-x/1", "rbm-1/x", "rbm-1/-2", "rbm--1/2"} {
-		if i, w, ok := ParseCheckpointName(name); ok {
-			t.Errorf("ParseCheckpointName(%q) = %d, %d, true; want false", name, i, w)
+	for _, name := range []string{"", StateName, WeightsName(1), "rbm-1", "rbm-0/000000000001", "rbm-x/1", "rbm-1/x", "rbm-1/-2", "rbm--1/2", "rbm-1-replica-0/2", "rbm-1-replica-x/2", "rbm-1-replica-/2"} {
+		if at, w, ok := ParseCheckpointName(name); ok {
+			t.Errorf("ParseCheckpointName(%q) = %v, %d, true; want false", name, at, w)
 		}
 	}
 	if got := WeightsName(2); got != "weights/rbm-2" {
@@ -89,7 +91,7 @@ func TestReadStored(t *testing.T) {
 	s := storeOf(t, [][2]int{{1, 4}, {1, 2}, {2, 2}, {3, 8}}, fakeWeights(stages[0], 1))
 	got := readStored(t, s, 2)
 	// RBM 3 is not of this run of 2 RBMs.
-	if want := map[int][]int{1: {2, 4}, 2: {2}}; !reflect.DeepEqual(got.Checkpoints, want) {
+	if want := map[Seat][]int{{RBM: 1}: {2, 4}, {RBM: 2}: {2}}; !reflect.DeepEqual(got.Checkpoints, want) {
 		t.Errorf("ReadStored().Checkpoints = %v; want %v", got.Checkpoints, want)
 	}
 	if len(got.Weights) != 1 || got.Weights[1] == nil || got.Weights[1].W[0] != 1 {
