@@ -199,17 +199,29 @@ type Cluster struct {
 	Transport Transport `mapstructure:"transport"`
 	// Plan lays a pipelined run's RBMs out on its local slave processes:
 	// auto (default: the planner of pipeline/plan picks stage groups, one
-	// process training several consecutive RBMs, for the local slaves'
+	// process training several consecutive RBMs, and their stage replicas,
+	// processes that train a group data-parallel, for the local slaves'
 	// machines), one-per-rbm (the paper's mapping), or explicit stage
-	// groups like "1-2,3" (see StageGroups). Slaves started by hand, and
+	// groups like "1-2,3x2" (see StageGroups). Slaves started by hand, and
 	// the memory transport, train one RBM each.
 	Plan string `mapstructure:"plan"`
 	// LocalSlaves is how many local slave processes (machines, with
 	// CPUsPerWorker) the plan may use; 0 decides by the plan: one per
-	// explicit group, one per RBM for one-per-rbm or with CPUsPerWorker
-	// (one emulated machine each), and for auto on an uncapped box (or
-	// colocated slaves) one process with every CPU.
+	// explicit group and replica, one per RBM for one-per-rbm or with
+	// CPUsPerWorker (one emulated machine each), and for auto on an
+	// uncapped box (or colocated slaves) one process with every CPU.
 	LocalSlaves int `mapstructure:"local_slaves"`
+	// SyncEvery is how many windows each stage replica trains between two
+	// averages of its group's parameters. It must divide
+	// reliability.checkpoint_every. Default 1.
+	SyncEvery int `mapstructure:"sync_every"`
+	// ReplicaTolerance is how much slower, as a fraction of the fastest
+	// plan's predicted time per window, a plan with fewer stage replicas
+	// may be and still be chosen by cluster.plan = auto: replicas change
+	// what an RBM trains on, which the planner's time model does not see.
+	// 0 takes the fastest plan; a large value (1e9) plans no replicas.
+	// Default 0.1.
+	ReplicaTolerance float64 `mapstructure:"replica_tolerance"`
 }
 
 // Reliability configures how a pipelined run survives the loss of a
@@ -371,6 +383,8 @@ func Defaults() map[string]any {
 		"cluster.transport":              NATS,
 		"cluster.plan":                   PlanAuto,
 		"cluster.local_slaves":           0,
+		"cluster.sync_every":             1,
+		"cluster.replica_tolerance":      0.1,
 		"finetune.epochs":                10,
 		"finetune.batch_size":            128,
 		"finetune.learning_rate":         0.1,

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -16,41 +17,62 @@ const (
 	PlanOnePerRBM = "one-per-rbm"
 )
 
-// StageGroups returns the stage groups of an explicit cluster.plan, each
-// the first and last RBM (1-based) that one local slave process trains,
-// for a DBN of rbms RBMs; nil for auto and one-per-rbm. An explicit plan is
-// a comma-separated list of RBMs or ranges of RBMs, in order, covering
-// every RBM once: "1-2,3" trains RBM_1 and RBM_2 in one process and RBM_3
-// in another.
-func (cl Cluster) StageGroups(rbms int) ([][2]int, error) {
+// StageGroup is a group of an explicit cluster.plan: RBMs First to Last
+// (1-based) trained by one local slave process, on Replicas processes
+// that train it data-parallel.
+type StageGroup struct{ First, Last, Replicas int }
+
+// StageGroups returns the stage groups of an explicit cluster.plan for a
+// DBN of rbms RBMs; nil for auto and one-per-rbm. An explicit plan is a
+// comma-separated list of RBMs or ranges of RBMs, in order, covering every
+// RBM once, each with "xR" for R stage replicas: "1-2,3x2" trains RBM_1
+// and RBM_2 in one process and RBM_3 on two.
+func (cl Cluster) StageGroups(rbms int) ([]StageGroup, error) {
 	if cl.Plan == PlanAuto || cl.Plan == PlanOnePerRBM {
 		return nil, nil
 	}
-	want := fmt.Sprintf("must be %s, %s, or stage groups covering RBMs 1 to %d in order, like \"1-2,3\"", PlanAuto, PlanOnePerRBM, rbms)
-	var groups [][2]int
+	want := fmt.Sprintf("must be %s, %s, or stage groups covering RBMs 1 to %d in order, each with xR for R replicas, like \"1-2,3x2\"", PlanAuto, PlanOnePerRBM, rbms)
+	var groups []StageGroup
 	next := 1
 	for _, part := range strings.Split(cl.Plan, ",") {
-		first, last, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		rbmsOf, times, replicated := strings.Cut(strings.TrimSpace(part), "x")
+		first, last, isRange := strings.Cut(rbmsOf, "-")
 		if !isRange {
 			last = first
 		}
 		a, errA := strconv.Atoi(strings.TrimSpace(first))
 		b, errB := strconv.Atoi(strings.TrimSpace(last))
+		r, errR := 1, error(nil)
+		if replicated {
+			r, errR = strconv.Atoi(strings.TrimSpace(times))
+		}
 		switch {
 		case errA != nil || errB != nil:
 			return nil, fmt.Errorf("%s: %q is no RBM or range of RBMs", want, part)
+		case errR != nil || r < 1:
+			return nil, fmt.Errorf("%s: group %q: %q is no number of replicas >= 1", want, part, times)
 		case a != next:
 			return nil, fmt.Errorf("%s: group %q starts at RBM %d, want %d", want, part, a, next)
 		case b < a || b > rbms:
 			return nil, fmt.Errorf("%s: group %q ends at RBM %d", want, part, b)
 		}
-		groups = append(groups, [2]int{a, b})
+		groups = append(groups, StageGroup{a, b, r})
 		next = b + 1
 	}
 	if next != rbms+1 {
 		return nil, fmt.Errorf("%s: RBMs %d to %d are in no group", want, next, rbms)
 	}
 	return groups, nil
+}
+
+// Processes returns the local slave processes groups take: one per
+// replica of each.
+func Processes(groups []StageGroup) int {
+	n := 0
+	for _, g := range groups {
+		n += g.Replicas
+	}
+	return n
 }
 
 // validatePlan checks cluster.plan and cluster.local_slaves against the
@@ -75,11 +97,26 @@ func (c *Config) validatePlan(bad func(key string, val any, reason string, args 
 		bad("cluster.plan", cl.Plan, "stage groups need the local slaves of cluster.transport = nats and cluster.slaves = 0 (slaves started by hand train one RBM each)")
 	case cl.LocalSlaves > 0 && !local:
 		bad("cluster.local_slaves", cl.LocalSlaves, "only counts the local slaves of cluster.transport = nats and cluster.slaves = 0")
-	case groups != nil && cl.LocalSlaves > 0 && cl.LocalSlaves != len(groups):
-		bad("cluster.local_slaves", cl.LocalSlaves, "cluster.plan = %q has %d stage groups, one local slave each (0: as many)", cl.Plan, len(groups))
+	case groups != nil && cl.LocalSlaves > 0 && cl.LocalSlaves != Processes(groups):
+		bad("cluster.local_slaves", cl.LocalSlaves, "cluster.plan = %q has %d stage groups and replicas, one local slave each (0: as many)", cl.Plan, Processes(groups))
 	case cl.Plan == PlanOnePerRBM && cl.LocalSlaves > 0 && cl.LocalSlaves != rbms:
 		bad("cluster.local_slaves", cl.LocalSlaves, "cluster.plan = %s needs one local slave per RBM, %d (0: as many)", PlanOnePerRBM, rbms)
-	case cl.Plan == PlanAuto && cl.LocalSlaves > rbms:
-		bad("cluster.local_slaves", cl.LocalSlaves, "more than the DBN's %d RBMs: stage replicas are not implemented yet, so the rest would idle", rbms)
 	}
+	if cl.SyncEvery < 1 {
+		bad("cluster.sync_every", cl.SyncEvery, "must be >= 1 (windows a stage replica trains between two averages)")
+	} else if ce := c.Reliability.CheckpointEvery; ce > 0 && ce%cl.SyncEvery != 0 && c.replicasPossible(groups) {
+		bad("cluster.sync_every", cl.SyncEvery, "must divide reliability.checkpoint_every = %d: a stage replica checkpoints after an average", ce)
+	}
+	if t := cl.ReplicaTolerance; t < 0 || math.IsNaN(t) {
+		bad("cluster.replica_tolerance", t, "must be >= 0 (0: the fastest plan; 1e9: no stage replicas)")
+	}
+}
+
+// replicasPossible reports whether a pipelined run of c may have stage
+// replicas: an explicit plan with some, or the auto plan of local slaves.
+func (c *Config) replicasPossible(groups []StageGroup) bool {
+	if groups != nil {
+		return Processes(groups) > len(groups)
+	}
+	return c.Cluster.Plan == PlanAuto && c.Cluster.Slaves == 0 && c.Cluster.Transport == NATS
 }

@@ -7,12 +7,14 @@ import (
 
 func TestStageGroups(t *testing.T) {
 	t.Parallel()
-	good := map[string][][2]int{
+	good := map[string][]StageGroup{
 		PlanAuto:      nil,
 		PlanOnePerRBM: nil,
-		"1-2,3":       {{1, 2}, {3, 3}},
-		"1,2,3":       {{1, 1}, {2, 2}, {3, 3}},
-		" 1 - 3 ":     {{1, 3}},
+		"1-2,3":       {{1, 2, 1}, {3, 3, 1}},
+		"1,2,3":       {{1, 1, 1}, {2, 2, 1}, {3, 3, 1}},
+		" 1 - 3 ":     {{1, 3, 1}},
+		"1-2,3x2":     {{1, 2, 1}, {3, 3, 2}},
+		"1-3 x 4":     {{1, 3, 4}},
 	}
 	for plan, want := range good {
 		got, err := Cluster{Plan: plan}.StageGroups(3)
@@ -20,7 +22,7 @@ func TestStageGroups(t *testing.T) {
 			t.Errorf("StageGroups(%q) = %v, %v; want %v, nil", plan, got, err, want)
 		}
 	}
-	const want = `must be auto, one-per-rbm, or stage groups covering RBMs 1 to 3 in order, like "1-2,3": `
+	const want = `must be auto, one-per-rbm, or stage groups covering RBMs 1 to 3 in order, each with xR for R replicas, like "1-2,3x2": `
 	bad := map[string]string{
 		"greedy": `"greedy" is no RBM or range of RBMs`,
 		"1-2":    "RBMs 3 to 3 are in no group",
@@ -28,6 +30,8 @@ func TestStageGroups(t *testing.T) {
 		"1,1-3":  `group "1-3" starts at RBM 1, want 2`,
 		"1-4":    `group "1-4" ends at RBM 4`,
 		"1-2,":   `"" is no RBM or range of RBMs`,
+		"1-3x0":  `group "1-3x0": "0" is no number of replicas >= 1`,
+		"1-3x":   `group "1-3x": "" is no number of replicas >= 1`,
 	}
 	for plan, reason := range bad {
 		if _, err := (Cluster{Plan: plan}).StageGroups(3); err == nil || err.Error() != want+reason {
@@ -43,15 +47,28 @@ func TestPlanProblems(t *testing.T) {
 	const dbn = "dbn: {layers: [20, 10, 8, 6]}\n"
 	checkProblems(t, loadProblems(t, dbn+"cluster: {plan: '1-2', local_slaves: -1}\n"),
 		`cluster.local_slaves = -1: must be >= 0 (0: as cluster.plan decides)`,
-		`cluster.plan = "1-2": must be auto, one-per-rbm, or stage groups covering RBMs 1 to 3 in order, like "1-2,3": RBMs 3 to 3 are in no group`)
+		`cluster.plan = "1-2": must be auto, one-per-rbm, or stage groups covering RBMs 1 to 3 in order, each with xR for R replicas, like "1-2,3x2": RBMs 3 to 3 are in no group`)
 	checkProblems(t, loadProblems(t, dbn+"cluster: {plan: '1-2,3', slaves: 3}\n"),
 		`cluster.plan = "1-2,3": stage groups need the local slaves of cluster.transport = nats and cluster.slaves = 0 (slaves started by hand train one RBM each)`)
 	checkProblems(t, loadProblems(t, dbn+"cluster: {local_slaves: 2, transport: memory}\n"),
 		`cluster.local_slaves = 2: only counts the local slaves of cluster.transport = nats and cluster.slaves = 0`)
 	checkProblems(t, loadProblems(t, dbn+"cluster: {plan: '1-2,3', local_slaves: 3}\n"),
-		`cluster.local_slaves = 3: cluster.plan = "1-2,3" has 2 stage groups, one local slave each (0: as many)`)
+		`cluster.local_slaves = 3: cluster.plan = "1-2,3" has 2 stage groups and replicas, one local slave each (0: as many)`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {plan: '1-2,3x2', local_slaves: 4}\n"),
+		`cluster.local_slaves = 4: cluster.plan = "1-2,3x2" has 3 stage groups and replicas, one local slave each (0: as many)`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {sync_every: 0, replica_tolerance: -1}\n"),
+		`cluster.sync_every = 0: must be >= 1 (windows a stage replica trains between two averages)`,
+		`cluster.replica_tolerance = -1: must be >= 0 (0: the fastest plan; 1e9: no stage replicas)`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {sync_every: 2}\n"),
+		`cluster.sync_every = 2: must divide reliability.checkpoint_every = 5: a stage replica checkpoints after an average`)
+	// Without replicas, any period will do.
+	if _, err := Load(write(t, "p.yaml", dbn+"cluster: {sync_every: 2, plan: one-per-rbm}\ndata: {source: synthetic}\n"), nil); err != nil {
+		t.Errorf("sync_every 2 with one-per-rbm: %v; want no problem", err)
+	}
 	checkProblems(t, loadProblems(t, dbn+"cluster: {plan: one-per-rbm, local_slaves: 2}\n"),
 		`cluster.local_slaves = 2: cluster.plan = one-per-rbm needs one local slave per RBM, 3 (0: as many)`)
-	checkProblems(t, loadProblems(t, dbn+"cluster: {local_slaves: 4}\n"),
-		`cluster.local_slaves = 4: more than the DBN's 3 RBMs: stage replicas are not implemented yet, so the rest would idle`)
+	// More local slaves than RBMs: the auto plan may replicate.
+	if _, err := Load(write(t, "p.yaml", dbn+"cluster: {local_slaves: 4}\ndata: {source: synthetic}\n"), nil); err != nil {
+		t.Errorf("local_slaves 4 of 3 RBMs: %v; want no problem", err)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,14 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	if err != nil {
 		return nil, err
 	}
+	var lay *layout
+	if cfg.Cluster.Slaves == 0 {
+		if lay, err = layoutLocal(cfg, stageCfgs, train.N); err != nil {
+			return nil, err
+		}
+		log.Info("plan of the local slaves (cluster.plan = " + cfg.Cluster.Plan + "):\n" + lay.plan.String())
+		opt.Monitor.Planned(lay.plan.String())
+	}
 	url := cfg.Cluster.NatsURL
 	storeDir := filepath.Join(out, "jetstream")
 	var (
@@ -66,7 +75,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		if rel.CheckpointEvery > 0 {
 			eo.StoreDir = storeDir
 		}
-		if ids, err = natsnet.NewIdentities(natsnet.MasterName, slaveUsers(cfg.Cluster.Slaves, len(stageCfgs))); err != nil {
+		if ids, err = natsnet.NewIdentities(natsnet.MasterName, slaveUsers(cfg.Cluster.Slaves, lay)); err != nil {
 			return nil, err
 		}
 		eo.Users = ids
@@ -110,17 +119,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var (
-		local *localSlaves
-		lay   *layout
-	)
-	if cfg.Cluster.Slaves == 0 {
-		if lay, err = layoutLocal(cfg, stageCfgs, train.N); err != nil {
-			return nil, err
-		}
-		log.Info("plan of the local slaves (cluster.plan = " + cfg.Cluster.Plan + "):\n" + lay.plan.String())
-		opt.Monitor.Planned(lay.plan.String())
-	}
+	var local *localSlaves
 	var inMaster *inMasterGroup
 	switch {
 	case lay != nil && lay.inMaster(cfg) && len(opt.SlaveCommand) == 0:
@@ -194,6 +193,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	if local != nil {
 		plan.Respawn = local.restart
 		plan.Seating = lay.seating()
+		plan.Replicas, plan.SyncEvery = lay.replicas(), cfg.Cluster.SyncEvery
 	}
 	if inMaster != nil {
 		plan.Seating, plan.Peers, plan.Listening = lay.seating(), inMaster.peers, inMaster.run
@@ -287,16 +287,13 @@ type localAuth struct {
 func localSlaveName(i int) string { return fmt.Sprintf("local-%d", i) }
 
 // slaveUsers are the slave identities of the embedded server: one per local
-// slave when the master starts its own (pool == 0), else a pool of that
-// many for the slaves started by hand.
-func slaveUsers(pool, rbms int) []string {
-	var users []string
+// slave of lay when the master starts its own (pool == 0), else a pool of
+// that many for the slaves started by hand.
+func slaveUsers(pool int, lay *layout) []string {
 	if pool == 0 {
-		for i := 1; i <= rbms; i++ {
-			users = append(users, localSlaveName(i))
-		}
-		return users
+		return lay.allNames()
 	}
+	var users []string
 	for k := 1; k <= pool; k++ {
 		users = append(users, natsnet.SlaveUser(k))
 	}
@@ -334,9 +331,9 @@ func startLocalSlaves(ctx context.Context, cfg *config.Config, opt Options, url,
 // or in the environment.
 func startLocalSlavesAs(ctx context.Context, cfg *config.Config, opt Options, auth *localAuth, out string, lay *layout, cancel context.CancelCauseFunc) (*localSlaves, error) {
 	log := opt.Logger
-	n := len(lay.groups)
-	if rbms := lay.groups[n-1][1]; auth.creds != nil && len(auth.creds) != rbms {
-		return nil, fmt.Errorf("start local slaves: %d identities for %d slaves", len(auth.creds), rbms)
+	n := len(lay.procs)
+	if slaves := len(lay.allNames()); auth.creds != nil && len(auth.creds) != slaves {
+		return nil, fmt.Errorf("start local slaves: %d identities for %d slaves", len(auth.creds), slaves)
 	}
 	command := opt.SlaveCommand
 	if len(command) == 0 {
@@ -404,8 +401,13 @@ func (ls *localSlaves) start(p int, again bool) error {
 		"--threads", strconv.Itoa(ls.threads), "--join-timeout", ls.joinWait.String())
 	var creds *os.File
 	if ls.auth.creds != nil {
-		g := ls.layout.groups[p]
-		if creds, err = credentialsPipe(ls.auth.creds[g[0]-1 : g[1]]); err != nil {
+		var own []natsnet.Credential
+		for _, c := range ls.auth.creds {
+			if slices.Contains(names, c.User) {
+				own = append(own, c)
+			}
+		}
+		if creds, err = credentialsPipe(own); err != nil {
 			logFile.Close()
 			return fmt.Errorf("start local slave %s: %w", name, err)
 		}
@@ -470,9 +472,14 @@ func (ls *localSlaves) start(p int, again bool) error {
 	return nil
 }
 
-// logPath is the log of process p: slave-<i>.log, i its group's first RBM.
+// logPath is the log of process p: slave-<i>.log, i its group's first RBM,
+// or slave-<i>-r<k>.log for its replica k.
 func (ls *localSlaves) logPath(p int) string {
-	return filepath.Join(ls.out, fmt.Sprintf("slave-%d.log", ls.layout.groups[p][0]))
+	pr := ls.layout.procs[p]
+	if pr.replicas > 1 {
+		return filepath.Join(ls.out, fmt.Sprintf("slave-%d-r%d.log", pr.first, pr.replica))
+	}
+	return filepath.Join(ls.out, fmt.Sprintf("slave-%d.log", pr.first))
 }
 
 // comeBackGrace is how long a lost slave whose process still runs has to
@@ -490,9 +497,8 @@ const comeBackGrace = 1500 * time.Millisecond
 // when the master has taken the lost slave back: its process is left
 // alone.
 func (ls *localSlaves) restart(wanted context.Context, rbm int, lost string) error {
-	i, err := strconv.Atoi(strings.TrimPrefix(lost, "local-"))
-	p := ls.layout.process(i)
-	if err != nil || p < 0 {
+	p := ls.layout.process(lost)
+	if p < 0 {
 		return fmt.Errorf("%s is no local slave", lost)
 	}
 	ls.restarting[p].Lock()

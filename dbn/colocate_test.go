@@ -23,7 +23,7 @@ func TestLocalSlavesColocate(t *testing.T) {
 			defer cancel(nil)
 			// Stand-in slaves: they ignore their flags and live a moment.
 			opt := Options{Logger: hclog.NewNullLogger(), SlaveCommand: []string{"/bin/sh", "-c", "sleep 1", "sh"}}
-			lay := &layout{groups: [][2]int{{1, 1}, {2, 2}, {3, 3}}, threads: 1}
+			lay := &layout{procs: procsOf([2]int{1, 1}, [2]int{2, 2}, [2]int{3, 3}), threads: 1}
 			ls, err := startLocalSlaves(ctx, cfg, opt, "nats://127.0.0.1:1", t.TempDir(), lay, cancel)
 			if err != nil {
 				t.Fatal(err)

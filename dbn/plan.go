@@ -3,10 +3,10 @@ package dbn
 import (
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,17 +22,39 @@ import (
 )
 
 // layout is how a pipelined run's local slave processes share its RBMs:
-// the plan (cluster.plan) and, per process, the stage group it runs: one
-// slave, named localSlaveName(i), per RBM_i of the group.
+// the plan (cluster.plan) and, per process, the stage group it runs and
+// its replica: one slave per RBM_i of the group (proc.name).
 type layout struct {
 	plan *plan.Plan
-	// groups[p] is process p's first and last RBM, 1-based.
-	groups [][2]int
+	// procs[p] is process p's stage group and replica.
+	procs []proc
 	// threads is each process's BLAS threads.
 	threads int
 	// speed is the master's, measured; machineCPUs each process's CPUs as
 	// planned.
 	speed, machineCPUs float64
+}
+
+// proc is a local slave process: RBMs first to last (1-based), replica
+// replica of replicas.
+type proc struct{ first, last, replica, replicas int }
+
+// procsOf is one process per group of groups, without replicas.
+func procsOf(groups ...[2]int) []proc {
+	var ps []proc
+	for _, g := range groups {
+		ps = append(ps, proc{g[0], g[1], 0, 1})
+	}
+	return ps
+}
+
+// name is the name, and with a localAuth the NATS user, of the slave of
+// RBM i in process pr: local-i, or local-i-rk for replica k.
+func (pr proc) name(i int) string {
+	if pr.replicas == 1 {
+		return localSlaveName(i)
+	}
+	return fmt.Sprintf("local-%d-r%d", i, pr.replica)
 }
 
 // Assumed costs of local slaves: loopback moves bytes for free, but
@@ -63,7 +85,7 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 	switch {
 	case m > 0:
 	case explicit != nil:
-		m = len(explicit)
+		m = config.Processes(explicit)
 	case cl.Plan == config.PlanOnePerRBM || capped:
 		m = L
 	default:
@@ -83,7 +105,7 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 	}
 
 	s := stages[0]
-	job := plan.Job{BatchSize: s.BatchSize, K: s.K, CDK: s.CDK,
+	job := plan.Job{BatchSize: s.BatchSize, K: s.K, CDK: s.CDK, SyncEvery: cl.SyncEvery,
 		Windows: s.Epochs*pipeline.WindowsPerEpoch(examples, s.BatchSize, s.K) + s.Settle.Windows}
 	job.Layers = append(job.Layers, s.Visible)
 	for _, st := range stages {
@@ -98,23 +120,52 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 	switch {
 	case explicit != nil:
 		var groups []plan.Group
-		for p, g := range explicit {
-			groups = append(groups, plan.Group{First: g[0], Last: g[1], Machines: []string{pc.Machines[p].Name}})
+		p := 0
+		for _, g := range explicit {
+			pg := plan.Group{First: g.First, Last: g.Last}
+			for range g.Replicas {
+				pg.Machines = append(pg.Machines, pc.Machines[p].Name)
+				p++
+			}
+			groups = append(groups, pg)
 		}
 		lay.plan, err = plan.Explicit(job, pc, groups)
 	case cl.Plan == config.PlanOnePerRBM:
 		lay.plan, err = plan.OnePerRBM(job, pc)
 	default:
-		// Replicas are not executed yet: stage groups alone.
-		lay.plan, err = plan.Auto(job, pc, plan.Options{Tolerance: math.Inf(1)})
+		lay.plan, err = plan.Auto(job, pc, plan.Options{Tolerance: cl.ReplicaTolerance})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("plan the local slaves: %w", err)
 	}
 	for _, g := range lay.plan.Groups {
-		lay.groups = append(lay.groups, [2]int{g.First, g.Last})
+		for k := range g.Machines {
+			lay.procs = append(lay.procs, proc{g.First, g.Last, k, len(g.Machines)})
+		}
 	}
 	return lay, nil
+}
+
+// replicas returns each RBM's number of stage replicas, RBM_i's at i-1.
+func (l *layout) replicas() []int {
+	var rs []int
+	for _, pr := range l.procs {
+		if pr.replica == 0 {
+			for i := pr.first; i <= pr.last; i++ {
+				rs = append(rs, pr.replicas)
+			}
+		}
+	}
+	return rs
+}
+
+// names returns every local slave's name, in the order of processes.
+func (l *layout) allNames() []string {
+	var names []string
+	for p := range l.procs {
+		names = append(names, l.names(p)...)
+	}
+	return names
 }
 
 // measureSpeed returns this machine's CD-1 speed on one thread, as
@@ -127,21 +178,22 @@ func measureSpeed() float64 {
 	return plan.SpeedFromRate(plan.RefVisible, plan.RefHidden, 1, rate)
 }
 
-// seating names the RBM of every local slave: local-i trains RBM_i.
+// seating names the seat of every local slave: local-i trains RBM_i,
+// local-i-rk its replica k.
 func (l *layout) seating() map[string]protocol.Seat {
 	s := map[string]protocol.Seat{}
-	for _, g := range l.groups {
-		for i := g[0]; i <= g[1]; i++ {
-			s[localSlaveName(i)] = protocol.Seat{RBM: i}
+	for _, pr := range l.procs {
+		for i := pr.first; i <= pr.last; i++ {
+			s[pr.name(i)] = protocol.Seat{RBM: i, Replica: pr.replica}
 		}
 	}
 	return s
 }
 
-// process returns the process (0-based) whose group holds RBM i, or -1.
-func (l *layout) process(i int) int {
-	for p, g := range l.groups {
-		if g[0] <= i && i <= g[1] {
+// process returns the process (0-based) that runs the slave name, or -1.
+func (l *layout) process(name string) int {
+	for p := range l.procs {
+		if slices.Contains(l.names(p), name) {
 			return p
 		}
 	}
@@ -150,9 +202,10 @@ func (l *layout) process(i int) int {
 
 // names returns the slave names of process p, one per RBM of its group.
 func (l *layout) names(p int) []string {
+	pr := l.procs[p]
 	var names []string
-	for i := l.groups[p][0]; i <= l.groups[p][1]; i++ {
-		names = append(names, localSlaveName(i))
+	for i := pr.first; i <= pr.last; i++ {
+		names = append(names, pr.name(i))
 	}
 	return names
 }
@@ -165,10 +218,15 @@ func (l *layout) result(rows []RBMResult) *PlanResult {
 		Strategy: p.Strategy.String(), SpeedGFLOPS: l.speed, CPUs: l.machineCPUs, Threads: l.threads,
 		Windows: p.Job.Windows, PredictedSeconds: p.Seconds, Text: p.String(),
 	}
-	for k, g := range l.groups {
-		pg := PlanGroup{Slaves: l.names(k), PredictedWindowSeconds: p.Costs[k].Window, PredictedComputeSeconds: p.Costs[k].Compute}
+	for k, g := range p.Groups {
+		pg := PlanGroup{Replicas: len(g.Machines), PredictedWindowSeconds: p.Costs[k].Window, PredictedComputeSeconds: p.Costs[k].Compute}
+		for q, pr := range l.procs {
+			if pr.first == g.First {
+				pg.Slaves = append(pg.Slaves, l.names(q)...)
+			}
+		}
 		var busy float64
-		for i := g[0]; i <= g[1]; i++ {
+		for i := g.First; i <= g.Last; i++ {
 			pg.RBMs = append(pg.RBMs, i)
 			for _, row := range rows {
 				if row.Index == i {
@@ -191,7 +249,7 @@ func (l *layout) result(rows []RBMResult) *PlanResult {
 // calls would compete with training for the same CPUs. (A run given
 // Options.SlaveCommand starts that command instead.)
 func (l *layout) inMaster(cfg *config.Config) bool {
-	return len(l.groups) == 1 && cfg.Cluster.CPUsPerWorker == 0
+	return len(l.procs) == 1 && cfg.Cluster.CPUsPerWorker == 0
 }
 
 // inMasterGroup is a stage group running inside the master's process.

@@ -20,13 +20,32 @@ import (
 // exactly once: the same weights, bit for bit, as the run nobody killed.
 func TestKilledStageGroupRecovers(t *testing.T) {
 	t.Parallel()
-	const body = `
+	killAndCompare(t, "1-2,3", "local-1,local-2", []string{"local-1", "local-2"})
+}
+
+// TestKilledReplicaRecovers: the same with stage replicas (plan 1,2-3x2:
+// RBM_1 deals its middle results to two replicas of RBM_2 and RBM_3): the
+// process of one replica is SIGKILLed, restarted, resumes from its
+// checkpoints while its sibling waits at their next average, and the run
+// ends with the undisturbed run's weights, every mini-batch trained
+// exactly once.
+func TestKilledReplicaRecovers(t *testing.T) {
+	t.Parallel()
+	killAndCompare(t, "1,2-3x2", "local-2-r1,local-3-r1", []string{"local-2-r1", "local-3-r1"})
+}
+
+// killAndCompare runs a small DBN on plan twice, the second time with the
+// local slave process named kill SIGKILLed after RBM_2's first epoch, and
+// checks that the slaves lost were replaced by new processes of their
+// names and that the weights are the same, bit for bit.
+func killAndCompare(t *testing.T, plan, kill string, lost []string) {
+	body := `
 name: group
 data: {source: synthetic, train_limit: 240, test_limit: 20}
 dbn: {layers: [16, 8, 6, 4]}
 pretrain: {epochs: 6, batch_size: 20, k_batches: 2}
 reliability: {checkpoint_every: 2, lost_after: 1s}
-cluster: {plan: "1-2,3"}
+cluster: {plan: "` + plan + `", sync_every: 1}
 finetune: {epochs: 0}
 `
 	slave := []string{slaveBin, "--window-delay", "20ms", "--status-every", "50ms"}
@@ -36,35 +55,35 @@ finetune: {epochs: 0}
 	}
 
 	out := t.TempDir()
-	sig := signalAfterEpoch(t, "local-1,local-2", syscall.SIGKILL)
+	sig := signalAfterEpoch(t, kill, syscall.SIGKILL)
 	res, err := Run(context.Background(), loadConfig(t, body), Options{OutDir: out, SlaveCommand: slave, Logger: sig.log})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, sig.logs)
 	}
 	if sig.pid() == 0 {
-		t.Fatal("no stage group was killed")
+		t.Fatalf("no process %s was killed", kill)
 	}
-	var lost []string
+	var got []string
 	for _, r := range res.Recoveries {
-		lost = append(lost, r.Lost)
+		got = append(got, r.Lost)
 		if r.Replacement != r.Lost {
 			t.Errorf("recovery %+v: want a new process of the lost slave's name", r)
 		}
 	}
-	slices.Sort(lost)
-	if !slices.Equal(lost, []string{"local-1", "local-2"}) {
-		t.Errorf("recoveries of %v; want local-1 and local-2, once each\n%s", lost, sig.logs)
+	slices.Sort(got)
+	if !slices.Equal(got, lost) {
+		t.Errorf("recoveries of %v; want %v, once each\n%s", got, lost, sig.logs)
 	}
 	want, err := readNPZ(filepath.Join(calm, WeightsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := readNPZ(filepath.Join(out, WeightsFile))
+	weights, err := readNPZ(filepath.Join(out, WeightsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, w := range want {
-		if !slices.Equal(got[name], w) {
+		if !slices.Equal(weights[name], w) {
 			t.Errorf("weights.npz %s differs from the undisturbed run's: a mini-batch was lost or trained twice", name)
 		}
 	}
@@ -83,7 +102,7 @@ func sleepingSlaves(t *testing.T, groups [][2]int) *localSlaves {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	ls := &localSlaves{
 		ctx: ctx, cancel: cancel, log: hclog.NewNullLogger(), command: []string{"/bin/sh", "-c", "sleep 60", "sh"},
-		out: t.TempDir(), layout: &layout{groups: groups, threads: 1}, threads: 1, lostAfter: time.Minute, lenient: true,
+		out: t.TempDir(), layout: &layout{procs: procsOf(groups...), threads: 1}, threads: 1, lostAfter: time.Minute, lenient: true,
 		auth: &localAuth{}, cmds: map[int]*exec.Cmd{}, exits: map[int]chan struct{}{}, started: map[int]time.Time{},
 		restarts: map[int]int{}, restarting: map[int]*sync.Mutex{},
 	}

@@ -75,14 +75,17 @@ type PlanResult struct {
 	Text string `json:"text"`
 }
 
-// PlanGroup is one stage group of a plan: the RBMs one process trained.
+// PlanGroup is one stage group of a plan: the RBMs one process trained,
+// on Replicas processes.
 type PlanGroup struct {
-	RBMs   []int    `json:"rbms"`
-	Slaves []string `json:"slaves"`
+	RBMs     []int    `json:"rbms"`
+	Slaves   []string `json:"slaves"`
+	Replicas int      `json:"replicas"`
 	// PredictedWindowSeconds is the plan's seconds per window of the
 	// group (compute, messages and link); PredictedComputeSeconds its
 	// training part, which MeasuredBusySeconds measures: the busy seconds
-	// of its RBMs per window, as their slaves reported them.
+	// of its RBMs per window, as their slaves reported them (of replicas:
+	// the busiest replica's, over every window of the run).
 	PredictedWindowSeconds  float64 `json:"predicted_window_seconds"`
 	PredictedComputeSeconds float64 `json:"predicted_compute_seconds"`
 	MeasuredBusySeconds     float64 `json:"measured_busy_seconds"`

@@ -181,8 +181,8 @@ func TestPublishRefused(t *testing.T) {
 		}
 		c.Quiet(t)
 	}
-	listen(slave3, "pipedbn.data.*.*")
-	listen(slave3, "pipedbn.credit.*.*")
+	listen(slave3, "pipedbn.data.*.*.slave-3")
+	listen(slave3, "pipedbn.credit.*.*.slave-3")
 	listen(slave2, "pipedbn.ctl.slave-2")
 	listen(master, "pipedbn.report.*.*")
 
@@ -190,18 +190,18 @@ func TestPublishRefused(t *testing.T) {
 		who     *natsprobe.Client
 		subject string
 	}{
-		{slave1, "pipedbn.data.run-1.slave-2"},   // another slave's middle results
-		{slave1, "pipedbn.credit.run-1.slave-2"}, // another slave's credit
-		{slave1, "pipedbn.report.run-1.slave-2"}, // another slave's report
-		{slave1, "pipedbn.data.run-1.master"},    // the master's data
-		{slave1, "pipedbn.ctl.slave-2"},          // control: the master's alone
+		{slave1, "pipedbn.data.run-1.slave-2.slave-3"},   // another slave's middle results
+		{slave1, "pipedbn.credit.run-1.slave-2.slave-3"}, // another slave's credit
+		{slave1, "pipedbn.report.run-1.slave-2"},         // another slave's report
+		{slave1, "pipedbn.data.run-1.master.slave-3"},    // the master's data
+		{slave1, "pipedbn.ctl.slave-2"},                  // control: the master's alone
 		{slave1, "pipedbn.ctl.slave-1"},
 		{slave1, "_INBOX.forged"},
 		{slave1, "$JS.API.INFO"},
 		{slave1, "$O.pipedbn-run-1.C.forged"}, // the master's checkpoints
-		{master, "pipedbn.data.run-1.slave-1"},
+		{master, "pipedbn.data.run-1.slave-1.slave-3"},
 		{master, "pipedbn.report.run-1.slave-1"},
-		{master, "pipedbn.credit.run-1.slave-1"},
+		{master, "pipedbn.credit.run-1.slave-1.slave-3"},
 		{master, "pipedbn.register"},
 		{master, "_INBOX.forged"},
 	} {
@@ -233,8 +233,12 @@ func TestSubscribeRefused(t *testing.T) {
 		{slave1, "pipedbn.ctl.slave-2"},
 		{slave1, "pipedbn.ctl.*"},
 		{slave1, ">"},
+		{slave1, "pipedbn.data.*.*.slave-2"}, // windows for another slave
+		{slave1, "pipedbn.data.*.*.*"},
+		{slave1, "pipedbn.credit.*.*.slave-2"},
 		{master, "pipedbn.ctl.*"},
-		{master, "pipedbn.data.*.*"},
+		{master, "pipedbn.data.*.*.*"},
+		{master, "pipedbn.credit.*.*.slave-1"},
 		{master, ">"},
 	} {
 		if _, err := tc.who.SubscribeSync(tc.subject); err != nil {
@@ -288,23 +292,30 @@ func TestAllowedRoutes(t *testing.T) {
 	pub(master, "pipedbn.ctl.slave-3")
 	expect(ctl2, "slave-2", "pipedbn.ctl.slave-2", 1)
 
-	// Data and credits reach every other party, which may be the next or
-	// the previous stage: the assignment is made at run time.
-	data := []*nats.Subscription{nil, sub(slaves[1], "pipedbn.data.*.*"), sub(slaves[2], "pipedbn.data.*.*"), sub(slaves[3], "pipedbn.data.*.*")}
-	pub(master, "pipedbn.data.r.master")
-	expect(data[1], "slave-1", "pipedbn.data.r.master", 1)
-	expect(data[2], "slave-2", "pipedbn.data.r.master", 1)
-	expect(data[3], "slave-3", "pipedbn.data.r.master", 1)
-	pub(slaves[1], "pipedbn.data.r.slave-1")
-	expect(data[2], "slave-2", "pipedbn.data.r.slave-1", 1)
-	expect(data[3], "slave-3", "pipedbn.data.r.slave-1", 1)
-	expect(data[1], "slave-1", "pipedbn.data.r.slave-1", 1) // its own, in its own account
+	// Data and credits reach the party they are addressed to, which may be
+	// any other (the next or the previous stage, or a stage replica: the
+	// assignment is made at run time), and it alone.
+	data := []*nats.Subscription{nil, sub(slaves[1], "pipedbn.data.*.*.slave-1"), sub(slaves[2], "pipedbn.data.*.*.slave-2"), sub(slaves[3], "pipedbn.data.*.*.slave-3")}
+	for k := 1; k <= 3; k++ {
+		pub(master, fmt.Sprintf("pipedbn.data.r.master.slave-%d", k))
+	}
+	for k := 1; k <= 3; k++ {
+		expect(data[k], fmt.Sprintf("slave-%d", k), fmt.Sprintf("pipedbn.data.r.master.slave-%d", k), 1)
+	}
+	pub(slaves[1], "pipedbn.data.r.slave-1.slave-2")
+	pub(slaves[1], "pipedbn.data.r.slave-1.slave-3")
+	pub(slaves[1], "pipedbn.data.r.slave-1.slave-1")
+	expect(data[2], "slave-2", "pipedbn.data.r.slave-1.slave-2", 1)
+	expect(data[3], "slave-3", "pipedbn.data.r.slave-1.slave-3", 1)
+	expect(data[1], "slave-1", "pipedbn.data.r.slave-1.slave-1", 1) // its own, in its own account
 
-	credits := sub(master, "pipedbn.credit.*.*")
-	credits3 := sub(slaves[3], "pipedbn.credit.*.*")
-	pub(slaves[2], "pipedbn.credit.r.slave-2")
-	expect(credits, "master", "pipedbn.credit.r.slave-2", 1)
-	expect(credits3, "slave-3", "pipedbn.credit.r.slave-2", 1)
+	credits := sub(master, "pipedbn.credit.*.*.master")
+	credits3 := sub(slaves[3], "pipedbn.credit.*.*.slave-3")
+	pub(slaves[2], "pipedbn.credit.r.slave-2.master")
+	pub(slaves[2], "pipedbn.credit.r.slave-2.slave-3")
+	pub(slaves[2], "pipedbn.credit.r.slave-2.slave-1")
+	expect(credits, "master", "pipedbn.credit.r.slave-2.master", 1)
+	expect(credits3, "slave-3", "pipedbn.credit.r.slave-2.slave-3", 1)
 
 	// Reports reach the master.
 	reports := sub(master, "pipedbn.report.*.*")

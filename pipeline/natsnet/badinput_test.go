@@ -323,7 +323,7 @@ func TestBadInput(t *testing.T) {
 			// of its input link.
 			ep := newEndpoint(nc, badConsumerName, hclog.NewNullLogger())
 			defer ep.close()
-			subject := dataSubject(run, badProducerName)
+			subject := dataSubject(run, badProducerName, badConsumerName)
 			if err := ep.subscribe(subject, windows); err != nil {
 				t.Fatal(err)
 			}

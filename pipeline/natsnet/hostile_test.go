@@ -99,17 +99,17 @@ func TestEmbeddedRefusesHostileClients(t *testing.T) {
 			c.Quiet(t)
 		}
 		listen(slaveB, ctlSubject(b.User))
-		listen(slaveB, "pipedbn.data.*.*")
+		listen(slaveB, "pipedbn.data.*.*."+b.User)
 		listen(master, "pipedbn.report.*.*")
-		listen(master, "pipedbn.credit.*.*")
+		listen(master, "pipedbn.credit.*.*."+MasterName)
 		for _, subject := range []string{
-			ctlSubject(b.User),           // a Stop for another slave
-			ctlSubject(a.User),           // a Stop, Assign or Admission of its own making
-			reportSubject(run, b.User),   // another slave's Error, Status or Weights
-			dataSubject(run, b.User),     // another slave's middle results
-			dataSubject(run, MasterName), // the training data
-			creditSubject(run, b.User),   // another slave's credits
-			"$JS.API.INFO",               // the master's checkpoints
+			ctlSubject(b.User),                     // a Stop for another slave
+			ctlSubject(a.User),                     // a Stop, Assign or Admission of its own making
+			reportSubject(run, b.User),             // another slave's Error, Status or Weights
+			dataSubject(run, b.User, b.User),       // another slave's middle results
+			dataSubject(run, MasterName, b.User),   // the training data
+			creditSubject(run, b.User, MasterName), // another slave's credits
+			"$JS.API.INFO",                         // the master's checkpoints
 		} {
 			if err := hostA.Publish(subject, []byte("forged")); err != nil {
 				t.Fatal(err)

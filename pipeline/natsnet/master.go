@@ -152,7 +152,7 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 	}
 	run := cfg.Run.ID
 	for subject, f := range map[string]family{
-		reportSubject(run, "*"): reports, creditSubject(run, "*"): credits, RegisterSubject: registers,
+		reportSubject(run, "*"): reports, creditSubject(run, "*", MasterName): credits, RegisterSubject: registers,
 	} {
 		if err := ep.subscribe(subject, f); err != nil {
 			return nil, err

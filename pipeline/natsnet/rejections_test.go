@@ -65,7 +65,11 @@ func TestForgedInputIsCounted(t *testing.T) {
 				hostile.Publish(reportSubject("forged", first), []byte("garbage"))
 				forge(reportSubject("forged", first), &messages.Status{RunID: "another", Incarnation: 1, RBM: 1, Slave: first, Batches: 999999})
 				forge(reportSubject("forged", first), &messages.Error{RunID: "forged", Incarnation: 0, RBM: 1, Text: "forged"})
-				hostile.Publish(dataSubject("forged", first), []byte("garbage"))
+				for _, consumer := range []string{"f1", "f2"} {
+					if consumer != first {
+						hostile.Publish(dataSubject("forged", first, consumer), []byte("garbage"))
+					}
+				}
 				hostile.Flush()
 			})
 		}},

@@ -251,10 +251,14 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 		}
 		want := map[string]family{}
 		for _, p := range up {
-			want[dataSubject(run.ID, p)] = windows
+			if p != "" {
+				want[dataSubject(run.ID, p, opt.Name)] = windows
+			}
 		}
 		for _, c := range down {
-			want[creditSubject(run.ID, c)] = credits
+			if c != "" {
+				want[creditSubject(run.ID, c, opt.Name)] = credits
+			}
 		}
 		return ep.follow(want)
 	}

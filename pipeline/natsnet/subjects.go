@@ -6,13 +6,15 @@
 // nats.go.
 //
 // Subjects are keyed by the identity of their publisher, so that a server
-// can allow each participant to publish on its own subjects only:
+// can allow each participant to publish on its own subjects only, and the
+// links' by their addressee too, so that each stage replica receives its
+// own windows (and each replica of a producer its own credits) only:
 //
-//	pipedbn.register                     slave -> master   Register
-//	pipedbn.ctl.<slave>                  master -> slave   Admission, Assign, Checkpoint, CheckpointAck, Stop
-//	pipedbn.data.<run>.<producer>        producer -> consumer   Chunk, EndOfStream
-//	pipedbn.credit.<run>.<consumer>      consumer -> producer   Credit
-//	pipedbn.report.<run>.<slave>         slave -> master   Status, Checkpoint, Weights, Error
+//	pipedbn.register                           slave -> master   Register
+//	pipedbn.ctl.<slave>                        master -> slave   Admission, Assign, Checkpoint, CheckpointAck, Stop, Params
+//	pipedbn.data.<run>.<producer>.<consumer>   producer -> consumer   Chunk, EndOfStream
+//	pipedbn.credit.<run>.<consumer>.<producer> consumer -> producer   Credit
+//	pipedbn.report.<run>.<slave>               slave -> master   Status, Checkpoint, Weights, Error, Params
 //
 // The master is the producer of RBM_1's input, under the name "master".
 // Every message travels in fragments of at most the server's maximum
@@ -37,10 +39,14 @@ const RegisterSubject = "pipedbn.register"
 // letters, digits, '_' or '-', since it becomes a NATS subject token.
 var CheckName = protocol.CheckName
 
-func ctlSubject(slave string) string            { return "pipedbn.ctl." + slave }
-func dataSubject(run, producer string) string   { return "pipedbn.data." + run + "." + producer }
-func creditSubject(run, consumer string) string { return "pipedbn.credit." + run + "." + consumer }
-func reportSubject(run, slave string) string    { return "pipedbn.report." + run + "." + slave }
+func ctlSubject(slave string) string { return "pipedbn.ctl." + slave }
+func dataSubject(run, producer, consumer string) string {
+	return "pipedbn.data." + run + "." + producer + "." + consumer
+}
+func creditSubject(run, consumer, producer string) string {
+	return "pipedbn.credit." + run + "." + consumer + "." + producer
+}
+func reportSubject(run, slave string) string { return "pipedbn.report." + run + "." + slave }
 
 // subjectOf is where an envelope of run goes.
 func subjectOf(run string, e protocol.Envelope) string {
@@ -48,9 +54,9 @@ func subjectOf(run string, e protocol.Envelope) string {
 	case *messages.Register:
 		return RegisterSubject
 	case *messages.Chunk, *messages.EndOfStream:
-		return dataSubject(run, e.From)
+		return dataSubject(run, e.From, e.To)
 	case *messages.Credit:
-		return creditSubject(run, e.From)
+		return creditSubject(run, e.From, e.To)
 	}
 	if e.From == MasterName {
 		return ctlSubject(e.To)
@@ -74,8 +80,8 @@ var (
 
 func (f family) allows(k messages.Kind) bool { return slices.Contains(f.kinds, k) }
 
-// sender names the sender of a message that arrived on subject: the last
-// token of the subject, the master on a control subject, the name in a
+// sender names the sender of a message that arrived on subject: the token
+// after the run's, the master on a control subject, the name in a
 // registration.
 func (f family) sender(subject string, m messages.Message) string {
 	switch f.name {
@@ -84,5 +90,9 @@ func (f family) sender(subject string, m messages.Message) string {
 	case "register":
 		return m.(*messages.Register).Name
 	}
-	return subject[strings.LastIndexByte(subject, '.')+1:]
+	tokens := strings.Split(subject, ".")
+	if len(tokens) < 4 {
+		return ""
+	}
+	return tokens[3]
 }

@@ -34,7 +34,7 @@
 //
 //	compute  = work of RBMs i..j on a window / (training rate of the slowest replica) / r
 //	messages = (in + out bytes) · ByteWork / (handling rate) / r
-//	sync     = (2(r-1)/r·P / bandwidth + 2(r-1)·latency + 2·2(r-1)/r·P·ByteWork / handling rate) / (S·r)
+//	sync     = (r·P / bandwidth + 2·latency + 2·P·ByteWork / handling rate) / (S·r)  (r > 1)
 //	link     = max(in, out) / bandwidth / r
 //	window   = max(compute + messages + sync, link)
 //
@@ -42,9 +42,9 @@
 // of RBM_1 and otherwise the middle result and B_{i-1} (4·(rows·L_{i-1} +
 // L_{i-1})), out likewise for RBM_j (none for the top RBM), as
 // experiments.SimJob counts them; P is the group's parameters W, A, B in
-// float32, averaged by a ring all-reduce (each replica sends and receives
-// 2(r-1)/r·P in 2(r-1) steps) once every S = Job.SyncEvery windows of a
-// replica. The link carries windows while the CPU trains, so it overlaps;
+// float32, averaged through the master (pipeline/protocol: each replica
+// sends its P and receives their mean, and the master's link carries the
+// r of them each way) once every S = Job.SyncEvery windows of a replica. The link carries windows while the CPU trains, so it overlaps;
 // credits hide the latency of windows (it counts in the fill). Replicas are
 // fed round-robin, so the slowest paces a group. The pipeline's window is
 // its slowest group's (or the master's link's, streaming every data
@@ -58,7 +58,7 @@
 // What the model says of the quickstart DBN (784-500-500-2000, K = 10) on
 // equal machines: one machine per RBM is paced by RBM_3 (1.66x at best),
 // and grouping alone cannot do better; replicas can, and replicating the
-// whole DBN is predicted fastest (2.6x on 3 machines, 3.5x on 4, 6.6x on 8
+// whole DBN is predicted fastest (2.65x on 3 machines, 3.5x on 4, 6.6x on 8
 // at 10 Gb/s): a window's middle result (2560 rows of L_i floats) outweighs
 // an RBM's weights (L_{i-1} rows of L_i floats), so averaging parameters
 // every window costs a replica fewer bytes than a group boundary costs in
@@ -97,17 +97,14 @@
 // # Where it is used, and next steps
 //
 // dbn lays out a pipelined run's local slave processes by cluster.plan
-// (auto, one-per-rbm, or explicit groups like "1-2,3"), with the master's
-// speed measured on one thread (rbm.MeasureRate, SpeedFromRate), and
-// records the plan, predicted against measured, in result.json. Groups run
-// as one process hosting one slave per RBM (natsnet.RunGroup); auto
-// searches groups only (Tolerance +Inf), since replicas are not executed.
-// Left for the later steps of issue 14: a key for Tolerance once replicas
-// run; the calibration at registration for slaves started by hand (each
-// reports CPUs and SpeedFromRate; ByteWork and ThreadLoss fitted as the
-// simulator fits ByteCost); replicas (a credit per replica, windows in
-// order at the consumer, a ring all-reduce every S windows, checkpoints and
-// replacement covering replicas) in the protocol core; letting
-// experiments' simulator replay a plan; and re-planning when the lower
-// groups finish.
+// (auto, one-per-rbm, or explicit groups like "1-2,3x2"), with the
+// master's speed measured on one thread (rbm.MeasureRate, SpeedFromRate),
+// and records the plan, predicted against measured, in result.json. Groups
+// run as one process hosting one slave per RBM (natsnet.RunGroup), each
+// replica as a process of its own; auto trades time for fewer replicas by
+// cluster.replica_tolerance, and S is cluster.sync_every. Left for the
+// later steps of issue 14: the calibration at registration for slaves
+// started by hand (each reports CPUs and SpeedFromRate; ByteWork and
+// ThreadLoss fitted as the simulator fits ByteCost); letting experiments'
+// simulator replay a plan; and re-planning when the lower groups finish.
 package plan

@@ -25,11 +25,11 @@ func ExampleAuto() {
 	}
 	fmt.Print(p)
 	// Output:
-	// auto plan (exact): 3 RBMs on 3 of 3 machines, 0.333 s per window (bottleneck: group 2)
-	// predicted 40.5 s for 120 windows; greedy on a 90.9 s; speed-up 2.24, efficiency 0.75
+	// auto plan (exact): 3 RBMs on 3 of 3 machines, 0.345 s per window (bottleneck: group 1)
+	// predicted 42.0 s for 120 windows; greedy on a 90.9 s; speed-up 2.17, efficiency 0.72
 	//   group  RBMs  machines  compute s  messages s  sync s  link s  window s
-	//       1     1         a      0.183       0.044   0.000   0.064     0.226
-	//       2   2-3       b,c      0.288       0.009   0.037   0.020     0.333 *
+	//       1   1-2         a      0.301       0.044   0.000   0.064     0.345 *
+	//       2     3       b,c      0.228       0.009   0.046   0.020     0.282
 }
 
 // A plan written by hand is checked, every problem reported.

@@ -228,8 +228,8 @@ type Cost struct {
 	// Messages is handling the window's bytes: receiving its input, sending
 	// its middle result and B_i (ByteWork), over r.
 	Messages float64
-	// Sync is averaging the group's parameters among its replicas (a ring
-	// all-reduce, see doc.go) once every S windows of a replica, over S·r.
+	// Sync is averaging the group's parameters among its replicas (through
+	// the master, see doc.go) once every S windows of a replica, over S·r.
 	Sync float64
 	// Link is the busier direction of a replica's link carrying its windows:
 	// bytes/bandwidth over r. It overlaps with the rest.
@@ -293,16 +293,20 @@ func (m *model) cost(i, j int, ms []int) Cost {
 	r := float64(len(ms))
 	work := m.work[j] - m.work[i]
 	in, out := m.job.inBytes(i), m.job.outBytes(j-1)
-	// Ring all-reduce: each replica sends and receives 2(r-1)/r of the
-	// parameters, in 2(r-1) steps.
-	ring := 2 * (r - 1) / r * (m.params[j] - m.params[i])
-	syncWire := m.transfer(ring) + 2*(r-1)*m.cl.Network.Latency
+	// Averages through the master: each replica sends its parameters and
+	// receives their mean, one message each way, and the master's link
+	// carries the r of them each way.
+	var params, syncWire float64
+	if r > 1 {
+		params = m.params[j] - m.params[i]
+		syncWire = m.transfer(r*params) + 2*m.cl.Network.Latency
+	}
 	var c Cost
 	slowest := -1.0
 	for _, k := range ms {
 		compute := work / m.capacity[k]
 		messages := (in + out) * m.cl.ByteWork / m.handle[k]
-		sync := (syncWire + 2*ring*m.cl.ByteWork/m.handle[k]) / m.job.syncEvery()
+		sync := (syncWire + 2*params*m.cl.ByteWork/m.handle[k]) / m.job.syncEvery()
 		if cycle := compute + messages + sync; cycle > slowest {
 			slowest = cycle
 			c = Cost{Compute: compute / r, Messages: messages / r, Sync: sync / r,

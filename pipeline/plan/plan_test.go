@@ -80,7 +80,7 @@ func TestSampleWork(t *testing.T) {
 // TestCost pins the cost of one group to the formulas of doc.go.
 func TestCost(t *testing.T) {
 	t.Parallel()
-	job := Job{Layers: []int{100, 50}, BatchSize: 10, K: 2, Windows: 5, SyncEvery: 2}
+	job := Job{Layers: []int{100, 50}, BatchSize: 10, K: 2, Windows: 5, SyncEvery: 4}
 	cl := Cluster{
 		Machines:   []Machine{{Name: "a", CPUs: 2, Speed: 1}, {Name: "b", CPUs: 2, Speed: 1}},
 		Network:    Network{Bandwidth: 1000, Latency: 0.01},
@@ -96,13 +96,12 @@ func TestCost(t *testing.T) {
 		work     = rows * (10*100*50 + 280*150) // flop-equivalents of a window
 		capacity = 1e9 * 2 / (1 + 0.5)          // 2 CPUs with a ThreadLoss of 0.5
 		in       = 4 * rows * 100               // the data window; the top RBM sends nothing
-		params   = 4 * (100*50 + 100 + 50)
-		ring     = 2 * (2 - 1) / 2.0 * params // each replica sends and receives
+		params   = 4 * (100*50 + 100 + 50)      // each replica sends them, and gets their mean
 	)
 	want := Cost{
 		Compute:  work / capacity / 2,
 		Messages: in * 10 / 1e9 / 2,
-		Sync:     (ring/1000 + 2*0.01 + 2*ring*10/1e9) / 2 / 2,
+		Sync:     (2.0*params/1000 + 2*0.01 + 2*params*10/1e9) / 4 / 2, // the master's link carries both replicas'
 		Link:     in / 1000 / 2,
 		Transit:  0.01 + in/1000 + work/capacity + in*10/1e9,
 	}
