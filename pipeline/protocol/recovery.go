@@ -48,7 +48,9 @@ func (m *Master) updateKeeps() []*seat {
 		}
 		keep := 0
 		for w := range m.seats[i][0].stored {
-			ok := w > keep
+			// Replicas resume together after an average: where they all
+			// stand at the same parameters.
+			ok := w > keep && (len(m.seats[i]) == 1 || w%m.cfg.SyncEvery == 0)
 			for a, s := range m.seats[i] {
 				_, stored := s.stored[w]
 				ok = ok && stored && (limits[a] < 0 || w <= limits[a])
