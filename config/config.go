@@ -213,14 +213,17 @@ type Cluster struct {
 	LocalSlaves int `mapstructure:"local_slaves"`
 	// SyncEvery is how many windows each stage replica trains between two
 	// averages of its group's parameters. It must divide
-	// reliability.checkpoint_every. Default 1.
+	// reliability.checkpoint_every. Default 5.
 	SyncEvery int `mapstructure:"sync_every"`
+	// MaxReplicas is how many stage replicas cluster.plan = auto may give
+	// a stage group. Default 1: none, for replicas cost quality (README,
+	// "Stage replicas").
+	MaxReplicas int `mapstructure:"max_replicas"`
 	// ReplicaTolerance is how much slower, as a fraction of the fastest
 	// plan's predicted time per window, a plan with fewer stage replicas
 	// may be and still be chosen by cluster.plan = auto: replicas change
 	// what an RBM trains on, which the planner's time model does not see.
-	// 0 takes the fastest plan; a large value (1e9) plans no replicas.
-	// Default 0.1.
+	// 0 takes the fastest plan. Default 0.1.
 	ReplicaTolerance float64 `mapstructure:"replica_tolerance"`
 }
 
@@ -383,7 +386,8 @@ func Defaults() map[string]any {
 		"cluster.transport":              NATS,
 		"cluster.plan":                   PlanAuto,
 		"cluster.local_slaves":           0,
-		"cluster.sync_every":             1,
+		"cluster.sync_every":             5,
+		"cluster.max_replicas":           1,
 		"cluster.replica_tolerance":      0.1,
 		"finetune.epochs":                10,
 		"finetune.batch_size":            128,

@@ -114,6 +114,18 @@ func Load(path string, sets []string) (*Config, error) {
 	return nil, fmt.Errorf("config %s: %w", path, ps)
 }
 
+// Default returns the configuration of a file that names nothing, before
+// validation (it names no data, say): every key at its default.
+func Default() *Config {
+	v := viper.New()
+	defaults := Defaults()
+	for k, val := range defaults {
+		v.SetDefault(k, val)
+	}
+	c, _ := decode(v, defaults)
+	return c
+}
+
 // decode decodes v into a Config. Unknown keys are problems, and so is
 // what else mapstructure refuses (checkValues leaves little); a key it
 // refuses gets its default and decoding is tried once more. c is nil when

@@ -108,7 +108,10 @@ func (c *Config) validatePlan(bad func(key string, val any, reason string, args 
 		bad("cluster.sync_every", cl.SyncEvery, "must divide reliability.checkpoint_every = %d: a stage replica checkpoints after an average", ce)
 	}
 	if t := cl.ReplicaTolerance; t < 0 || math.IsNaN(t) {
-		bad("cluster.replica_tolerance", t, "must be >= 0 (0: the fastest plan; 1e9: no stage replicas)")
+		bad("cluster.replica_tolerance", t, "must be >= 0 (0: the fastest plan)")
+	}
+	if cl.MaxReplicas < 1 {
+		bad("cluster.max_replicas", cl.MaxReplicas, "must be >= 1 (1: no stage replicas)")
 	}
 }
 
@@ -118,5 +121,5 @@ func (c *Config) replicasPossible(groups []StageGroup) bool {
 	if groups != nil {
 		return Processes(groups) > len(groups)
 	}
-	return c.Cluster.Plan == PlanAuto && c.Cluster.Slaves == 0 && c.Cluster.Transport == NATS
+	return c.Cluster.Plan == PlanAuto && c.Cluster.MaxReplicas > 1 && c.Cluster.Slaves == 0 && c.Cluster.Transport == NATS
 }

@@ -56,10 +56,13 @@ func TestPlanProblems(t *testing.T) {
 		`cluster.local_slaves = 3: cluster.plan = "1-2,3" has 2 stage groups and replicas, one local slave each (0: as many)`)
 	checkProblems(t, loadProblems(t, dbn+"cluster: {plan: '1-2,3x2', local_slaves: 4}\n"),
 		`cluster.local_slaves = 4: cluster.plan = "1-2,3x2" has 3 stage groups and replicas, one local slave each (0: as many)`)
-	checkProblems(t, loadProblems(t, dbn+"cluster: {sync_every: 0, replica_tolerance: -1}\n"),
+	checkProblems(t, loadProblems(t, dbn+"cluster: {sync_every: 0, replica_tolerance: -1, max_replicas: 0}\n"),
 		`cluster.sync_every = 0: must be >= 1 (windows a stage replica trains between two averages)`,
-		`cluster.replica_tolerance = -1: must be >= 0 (0: the fastest plan; 1e9: no stage replicas)`)
-	checkProblems(t, loadProblems(t, dbn+"cluster: {sync_every: 2}\n"),
+		`cluster.replica_tolerance = -1: must be >= 0 (0: the fastest plan)`,
+		`cluster.max_replicas = 0: must be >= 1 (1: no stage replicas)`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {sync_every: 2, max_replicas: 4}\n"),
+		`cluster.sync_every = 2: must divide reliability.checkpoint_every = 5: a stage replica checkpoints after an average`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {sync_every: 2, plan: '1,2-3x2'}\n"),
 		`cluster.sync_every = 2: must divide reliability.checkpoint_every = 5: a stage replica checkpoints after an average`)
 	// Without replicas, any period will do.
 	if _, err := Load(write(t, "p.yaml", dbn+"cluster: {sync_every: 2, plan: one-per-rbm}\ndata: {source: synthetic}\n"), nil); err != nil {

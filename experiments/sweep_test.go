@@ -3,6 +3,7 @@ package experiments
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -518,5 +519,45 @@ sweep:
 	}
 	if want := []string{"mode=greedy_r1", "mode=pipelined_checkpoint_every=0_r1", "mode=pipelined_checkpoint_every=5_r1"}; !slices.Equal(names, want) || p.Merged != 1 {
 		t.Errorf("runs %v, merged %d; want %v, 1", names, p.Merged, want)
+	}
+}
+
+// A run's stamp written before a config key existed lacks the key: the run
+// is reused when the key's default is what the config has now (it ran as
+// that default has it), and run again when the config sets another value.
+func TestFinishedStampWithoutANewKey(t *testing.T) {
+	cmd := fakeCommand(t)
+	path := writeConfig(t, baseConfig)
+	p := plan(t, path)
+	opt := SweepOptions{Command: cmd, Logger: hclog.NewNullLogger(), Regenerate: "master sweep --config " + path}
+	rows, err := RunSweep(context.Background(), p, opt)
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("RunSweep = %d rows, %v; want 1, nil", len(rows), err)
+	}
+	stampPath := filepath.Join(p.runDir(&rows[0].SweepRun), runStamp)
+	b, err := os.ReadFile(stampPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	cluster := raw["config"].(map[string]any)["Cluster"].(map[string]any)
+	if cluster["SyncEvery"] != 5.0 {
+		t.Fatalf("stamp's cluster: %v; want SyncEvery 5 (its default)", cluster)
+	}
+	delete(cluster, "SyncEvery")
+	old, _ := json.Marshal(raw)
+	if err := os.WriteFile(stampPath, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res, why := finished(p, &rows[0].SweepRun); res == nil {
+		t.Errorf("a stamp without cluster.sync_every, at its default now: not reused (%s); want reused", why)
+	}
+	changed := plan(t, writeConfig(t, strings.Replace(baseConfig, "cluster: {cpus_per_worker: 0.5}", "cluster: {cpus_per_worker: 0.5, sync_every: 1}", 1)))
+	changed.Dir = p.Dir
+	if res, why := finished(changed, &changed.Runs[0]); res != nil || why != "the configuration changed since it ran" {
+		t.Errorf("the same stamp with cluster.sync_every 1 now: reused %v (%q); want run again, the configuration changed", res != nil, why)
 	}
 }

@@ -248,6 +248,8 @@ type Cost struct {
 type model struct {
 	job Job
 	cl  Cluster
+	// maxReplicas caps a group's replicas (Options.MaxReplicas); 0: none.
+	maxReplicas int
 	// work[i]: flop-equivalents of one window of RBMs 0..i-1; params[i]:
 	// their parameter bytes.
 	work, params []float64
@@ -321,3 +323,6 @@ func (m *model) cost(i, j int, ms []int) Cost {
 // masterLink is the seconds per window the master's link needs to stream
 // every data window to the groups of RBM_1.
 func (m *model) masterLink() float64 { return m.transfer(m.job.inBytes(0)) }
+
+// replicasAllowed reports whether a group may have r replicas.
+func (m *model) replicasAllowed(r int) bool { return m.maxReplicas == 0 || r <= m.maxReplicas }

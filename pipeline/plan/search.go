@@ -24,6 +24,9 @@ type Options struct {
 	// equally fast ones; +Inf means no replicas at all (the fastest plan of
 	// stage groups alone). Negative or NaN is an error.
 	Tolerance float64
+	// MaxReplicas caps every group's replicas; 0: no cap. 1 plans stage
+	// groups alone.
+	MaxReplicas int
 }
 
 // score is a partial plan's value in the search: its slowest group's
@@ -88,9 +91,10 @@ func Auto(job Job, cl Cluster, opts Options) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !(opts.Tolerance >= 0) {
-		return nil, fmt.Errorf("plan: options: tolerance = %g: want 0 or more", opts.Tolerance)
+	if !(opts.Tolerance >= 0) || opts.MaxReplicas < 0 {
+		return nil, fmt.Errorf("plan: options: tolerance = %g, max replicas = %d: want 0 or more", opts.Tolerance, opts.MaxReplicas)
 	}
+	m.maxReplicas = opts.MaxReplicas
 	var searches []search
 	exact := true
 	switch {
@@ -193,7 +197,7 @@ func (m *model) ordered(order []int) search {
 				best[j][k], from[j][k] = best[j][k-1], step{-1, -1}
 				for i := 0; i < j; i++ {
 					for a := k - 1; a >= 0; a-- {
-						if !best[i][a].ok {
+						if !best[i][a].ok || !m.replicasAllowed(k-a) {
 							continue
 						}
 						c := m.cost(i, j, order[a:k])
@@ -256,10 +260,10 @@ func (m *model) subsets(better func(a, b score) bool, bound float64) (score, []s
 			for i := 0; i < j; i++ {
 				for sub := set; sub > 0; sub = (sub - 1) & set {
 					prev := best[i][set&^sub]
-					if !prev.ok {
+					ms := members[sub]
+					if !prev.ok || !m.replicasAllowed(len(ms)) {
 						continue
 					}
-					ms := members[sub]
 					c := m.cost(i, j, ms)
 					if c.Window > bound {
 						continue

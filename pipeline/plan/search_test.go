@@ -147,3 +147,43 @@ func TestOrderedHeuristic(t *testing.T) {
 		t.Errorf("heuristic window up to %.3f x the optimum; want at most 1.5", worst)
 	}
 }
+
+// TestMaxReplicas: a cap of one replica plans stage groups alone, the plan
+// of an infinite tolerance; a cap of two never gives a group more.
+func TestMaxReplicas(t *testing.T) {
+	t.Parallel()
+	job := Job{Layers: []int{784, 500, 500, 2000}, BatchSize: 256, K: 10, Windows: 120}
+	cl := Cluster{Network: Network{Bandwidth: 1.25e9, Latency: 100e-6}, ByteWork: 200}
+	for k := 1; k <= 8; k++ {
+		cl.Machines = append(cl.Machines, Machine{Name: fmt.Sprintf("m%d", k), CPUs: 1, Speed: 60})
+	}
+	alone, err := Auto(job, cl, Options{MaxReplicas: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := Auto(job, cl, Options{Tolerance: math.Inf(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alone.String() != groups.String() {
+		t.Errorf("MaxReplicas 1:\n%s\nwant the plan of stage groups alone:\n%s", alone, groups)
+	}
+	two, err := Auto(job, cl, Options{MaxReplicas: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	free, err := Auto(job, cl, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	most := 0
+	for _, g := range two.Groups {
+		most = max(most, len(g.Machines))
+	}
+	if most != 2 || two.Window <= free.Window {
+		t.Errorf("MaxReplicas 2: at most %d replicas, window %.3f (uncapped %.3f); want 2 replicas somewhere, and a slower plan:\n%s", most, two.Window, free.Window, two)
+	}
+	if _, err := Auto(job, cl, Options{MaxReplicas: -1}); err == nil {
+		t.Error("MaxReplicas -1: no error; want one")
+	}
+}
