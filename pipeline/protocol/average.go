@@ -1,9 +1,12 @@
 package protocol
 
 import (
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline"
 )
 
 // Averages: the replicas of an RBM train on different windows and meet at
@@ -176,4 +179,50 @@ func (a *averaging) weights(seats []*seat) *messages.Weights {
 		w.WaitSeconds = max(w.WaitSeconds, r.WaitSeconds)
 	}
 	return w
+}
+
+// sync sends the replica's parameters for the next average to the master,
+// final after its last window, and waits for the average.
+func (s *Slave) sync(now time.Duration, final bool) {
+	a := s.assign
+	r := s.stage.RBM()
+	s.syncing = &messages.Params{
+		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: a.RBM, Replica: a.Replica, Round: s.synced + 1, Final: final,
+		Windows: s.stage.Windows() - s.synced*a.SyncEvery, Visible: r.Visible, Hidden: r.Hidden,
+		W: slices.Clone(r.W), A: slices.Clone(r.A), B: slices.Clone(r.B),
+	}
+	if final {
+		s.syncing.Windows = s.stage.Windows() - min(s.stage.Windows(), s.synced*a.SyncEvery)
+	}
+	s.syncSent = now
+	s.send(MasterName, s.syncing)
+	if s.state != pipeline.WaitingAverage {
+		s.setState(now, pipeline.WaitingAverage)
+	}
+}
+
+// averaged takes the replicas' average the slave waits for: its RBM takes
+// its parameters, and training goes on, or, after the final one, ends.
+func (s *Slave) averaged(now time.Duration, p *messages.Params) {
+	want := s.syncing
+	if want == nil || (s.phase != training && s.phase != draining) || p.RunID != s.run.ID || p.Incarnation != s.run.Incarnation ||
+		p.RBM != want.RBM || p.Replica != want.Replica || p.Round != want.Round {
+		return
+	}
+	r := s.stage.RBM()
+	if len(p.W) != len(r.W) || len(p.A) != len(r.A) || len(p.B) != len(r.B) {
+		s.fail(fmt.Errorf("the replicas' average %d: %d x %d parameters, want %d x %d", p.Round, p.Visible, p.Hidden, r.Visible, r.Hidden))
+		return
+	}
+	copy(r.W, p.W)
+	copy(r.A, p.A)
+	copy(r.B, p.B)
+	s.synced, s.syncing = p.Round, nil
+	if want.Final {
+		s.finish(now)
+		return
+	}
+	s.maybeCheckpoint()
+	s.setState(now, pipeline.WaitingInput)
+	s.pump(now)
 }

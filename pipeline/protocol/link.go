@@ -397,3 +397,20 @@ func (c *Consumer) Tick(now time.Duration) []Envelope {
 	}
 	return nil
 }
+
+// WindowBudget bounds the bytes of the windows in flight on one link: the
+// longest message (256 MiB), so that what a NATS server holds for a slow
+// reader (two of them) has room for a window sent again.
+const WindowBudget = messages.DefaultMaxMessage
+
+// LinkCredits is the credits of the link into stage cfg of a run over n
+// rows: credits, fewer for long windows (as many as fit in WindowBudget,
+// at least one). A window of K = 200 quickstart mini-batches (153 MiB)
+// travels alone, one of K = 10 (7.7 MiB) with the configured four.
+func LinkCredits(credits int, cfg pipeline.StageConfig, n int) int {
+	window := int64(min(cfg.K*cfg.BatchSize, n)) * int64(cfg.Visible) * 4
+	if window <= 0 {
+		return credits
+	}
+	return int(max(1, min(int64(credits), WindowBudget/window)))
+}

@@ -113,48 +113,6 @@ const (
 	over
 )
 
-// Seat names a place in the run: replica Replica of RBM_RBM (0 for an RBM
-// without replicas).
-type Seat struct{ RBM, Replica int }
-
-func (at Seat) String() string { return fmt.Sprintf("rbm %d replica %d", at.RBM, at.Replica) }
-
-// seat is a place in the run: who trains it, what the master last heard,
-// and what the store holds of it.
-type seat struct {
-	at       Seat
-	slave    string
-	assigned bool   // the slave was sent its assignment
-	process  joined // the slave's registration
-	// confirmed says the slave reported since its assignment; until then
-	// a repeated registration gets the assignment again, with from.
-	confirmed bool
-	from      *messages.Checkpoint
-	seen      time.Duration // the last word of the slave
-	batches   int           // the mini-batches it last reported
-	epochs    int           // the epochs it last reported finished
-	rejected  messages.Rejections
-	lost      *vacancy // the slave was lost; a replacement is awaited
-	// replacement names the slave that takes over from a lost one while
-	// its checkpoint loads.
-	replacement string
-	stored      map[int]int
-	keep        int // the oldest checkpoint kept: every (re)start begins here
-	// floor is a lower bound of the windows the current slave has taken
-	// from its producer: where it (re)started, or its latest checkpoint.
-	floor   int
-	weights *messages.Weights // the slave's final report
-	gone    bool              // it left on request while the master stops
-}
-
-// vacancy is an RBM whose slave was lost.
-type vacancy struct {
-	lost        string
-	since       time.Duration
-	silent      time.Duration
-	lostAtBatch int
-}
-
 // Master is the master's state machine: it waits for slaves, assigns RBM_i
 // to the i-th, streams the data to slave 1, stores the slaves' checkpoints,
 // replaces lost slaves and collects the weights. It is not safe for
@@ -241,33 +199,6 @@ func NewMaster(cfg MasterConfig) (*Master, error) {
 	m.updateKeeps()
 	return m, nil
 }
-
-// seat returns the seat at, nil if the run has none there.
-func (m *Master) seat(at Seat) *seat {
-	if at.RBM < 1 || at.RBM > m.L || at.Replica < 0 || at.Replica >= len(m.seats[at.RBM]) {
-		return nil
-	}
-	return m.seats[at.RBM][at.Replica]
-}
-
-// each calls f for every seat, in the order of RBMs and replicas.
-func (m *Master) each(f func(s *seat)) {
-	for _, ss := range m.seats[1:] {
-		for _, s := range ss {
-			f(s)
-		}
-	}
-}
-
-// all returns every seat, in the order of RBMs and replicas.
-func (m *Master) all() []*seat {
-	var out []*seat
-	m.each(func(s *seat) { out = append(out, s) })
-	return out
-}
-
-// replica returns the place of seat at among its RBM's replicas.
-func (m *Master) replica(at Seat) Replica { return Replica{at.Replica, len(m.seats[at.RBM])} }
 
 // Ready returns what the master asks its driver to do, and forgets it.
 func (m *Master) Ready() Output {
@@ -429,15 +360,6 @@ func (m *Master) Receive(now time.Duration, e Envelope) {
 		}
 		m.Abort(now, fmt.Errorf("%s on slave %s: %s", m.where(s.at), e.From, msg.Text))
 	}
-}
-
-// where names a seat for people: "rbm 2", or "rbm 2 replica 1" for an
-// RBM with replicas.
-func (m *Master) where(at Seat) string {
-	if len(m.seats[at.RBM]) > 1 {
-		return at.String()
-	}
-	return fmt.Sprintf("rbm %d", at.RBM)
 }
 
 // finished takes the weights of RBM i once every replica of it sent its
@@ -644,28 +566,6 @@ func (m *Master) pumpFeed() {
 // greedy's, one of 4 1.22 times.
 func ReplicaRate(r int) float64 { return float64(min(r, 4)) }
 
-// neighbours returns the names of the producers and consumers of seat at:
-// the replicas of the RBMs below and above, in order.
-func (m *Master) neighbours(at Seat) (up, down []string) {
-	up = []string{MasterName}
-	if i := at.RBM; i > 1 {
-		up = m.names(i - 1)
-	}
-	if i := at.RBM; i < m.L {
-		down = m.names(i + 1)
-	}
-	return up, down
-}
-
-// names returns the slaves of RBM i's replicas, in order.
-func (m *Master) names(i int) []string {
-	names := make([]string, len(m.seats[i]))
-	for k, s := range m.seats[i] {
-		names[k] = s.slave
-	}
-	return names
-}
-
 func (m *Master) assignment(s *seat) *messages.Assign {
 	up, down := m.neighbours(s.at)
 	c := m.cfg
@@ -777,21 +677,4 @@ func (m *Master) Trained() []Trained {
 		})
 	}
 	return out
-}
-
-// WindowBudget bounds the bytes of the windows in flight on one link: the
-// longest message (256 MiB), so that what a NATS server holds for a slow
-// reader (two of them) has room for a window sent again.
-const WindowBudget = messages.DefaultMaxMessage
-
-// LinkCredits is the credits of the link into stage cfg of a run over n
-// rows: credits, fewer for long windows (as many as fit in WindowBudget,
-// at least one). A window of K = 200 quickstart mini-batches (153 MiB)
-// travels alone, one of K = 10 (7.7 MiB) with the configured four.
-func LinkCredits(credits int, cfg pipeline.StageConfig, n int) int {
-	window := int64(min(cfg.K*cfg.BatchSize, n)) * int64(cfg.Visible) * 4
-	if window <= 0 {
-		return credits
-	}
-	return int(max(1, min(int64(credits), WindowBudget/window)))
 }

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline"
 )
 
 // MasterName is the master's name on the wire: the sender of control
@@ -140,3 +141,41 @@ var ErrSlaveLost = errors.New("slave lost")
 // ErrInterrupted is the error of a run the master was told to stop: every
 // slave was asked to leave a checkpoint, so that the run can resume.
 var ErrInterrupted = errors.New("interrupted")
+
+// Job is a window for the driver to train, outside the slave's state
+// machine: it may take long, and the slave goes on answering messages and
+// reporting meanwhile. The driver calls Run, then Slave.Trained.
+type Job struct {
+	Stage *pipeline.Stage
+	// In is the window to train on; Out, nil for the top RBM, receives its
+	// middle result.
+	In, Out *pipeline.Window
+}
+
+// Run trains the window.
+func (j *Job) Run() error { return j.Stage.Train(j.In, j.Out) }
+
+// Output is what a machine asks its driver to do after an input.
+type Output struct {
+	// Messages to send, in order.
+	Messages []Envelope
+	// Job, from a slave: a window to train (at most one at a time).
+	Job *Job
+	// Store, from a master: checkpoints and weights to store, load or
+	// delete.
+	Store []StoreOp
+	// Respawn, from a master: lost slaves to restart, where the driver
+	// runs them (local slave processes); elsewhere a replacement must
+	// register.
+	Respawn []Respawn
+	// Back, from a master: lost slaves that spoke again before any
+	// replacement came and go on; their restart, if still under way, is
+	// no longer wanted.
+	Back []Respawn
+}
+
+// Respawn asks the driver to restart the lost slave of an RBM.
+type Respawn struct {
+	RBM   int
+	Slave string
+}

@@ -3,7 +3,6 @@ package protocol
 import (
 	"fmt"
 	"hash/fnv"
-	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -34,44 +33,6 @@ type SlaveConfig struct {
 	// for a slave: pipeline.StageConfig.SlaveMemory): an error fails the
 	// assignment, and with it the master's run.
 	Fits func(pipeline.StageConfig, pipeline.Flow) error
-}
-
-// Job is a window for the driver to train, outside the slave's state
-// machine: it may take long, and the slave goes on answering messages and
-// reporting meanwhile. The driver calls Run, then Slave.Trained.
-type Job struct {
-	Stage *pipeline.Stage
-	// In is the window to train on; Out, nil for the top RBM, receives its
-	// middle result.
-	In, Out *pipeline.Window
-}
-
-// Run trains the window.
-func (j *Job) Run() error { return j.Stage.Train(j.In, j.Out) }
-
-// Output is what a machine asks its driver to do after an input.
-type Output struct {
-	// Messages to send, in order.
-	Messages []Envelope
-	// Job, from a slave: a window to train (at most one at a time).
-	Job *Job
-	// Store, from a master: checkpoints and weights to store, load or
-	// delete.
-	Store []StoreOp
-	// Respawn, from a master: lost slaves to restart, where the driver
-	// runs them (local slave processes); elsewhere a replacement must
-	// register.
-	Respawn []Respawn
-	// Back, from a master: lost slaves that spoke again before any
-	// replacement came and go on; their restart, if still under way, is
-	// no longer wanted.
-	Back []Respawn
-}
-
-// Respawn asks the driver to restart the lost slave of an RBM.
-type Respawn struct {
-	RBM   int
-	Slave string
 }
 
 type slavePhase int
@@ -567,52 +528,6 @@ func (s *Slave) maybeCheckpoint() {
 	if c := s.assign.CheckpointEvery; c > 0 && s.stage.Windows()%c == 0 {
 		s.checkpoint()
 	}
-}
-
-// sync sends the replica's parameters for the next average to the master,
-// final after its last window, and waits for the average.
-func (s *Slave) sync(now time.Duration, final bool) {
-	a := s.assign
-	r := s.stage.RBM()
-	s.syncing = &messages.Params{
-		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: a.RBM, Replica: a.Replica, Round: s.synced + 1, Final: final,
-		Windows: s.stage.Windows() - s.synced*a.SyncEvery, Visible: r.Visible, Hidden: r.Hidden,
-		W: slices.Clone(r.W), A: slices.Clone(r.A), B: slices.Clone(r.B),
-	}
-	if final {
-		s.syncing.Windows = s.stage.Windows() - min(s.stage.Windows(), s.synced*a.SyncEvery)
-	}
-	s.syncSent = now
-	s.send(MasterName, s.syncing)
-	if s.state != pipeline.WaitingAverage {
-		s.setState(now, pipeline.WaitingAverage)
-	}
-}
-
-// averaged takes the replicas' average the slave waits for: its RBM takes
-// its parameters, and training goes on, or, after the final one, ends.
-func (s *Slave) averaged(now time.Duration, p *messages.Params) {
-	want := s.syncing
-	if want == nil || (s.phase != training && s.phase != draining) || p.RunID != s.run.ID || p.Incarnation != s.run.Incarnation ||
-		p.RBM != want.RBM || p.Replica != want.Replica || p.Round != want.Round {
-		return
-	}
-	r := s.stage.RBM()
-	if len(p.W) != len(r.W) || len(p.A) != len(r.A) || len(p.B) != len(r.B) {
-		s.fail(fmt.Errorf("the replicas' average %d: %d x %d parameters, want %d x %d", p.Round, p.Visible, p.Hidden, r.Visible, r.Hidden))
-		return
-	}
-	copy(r.W, p.W)
-	copy(r.A, p.A)
-	copy(r.B, p.B)
-	s.synced, s.syncing = p.Round, nil
-	if want.Final {
-		s.finish(now)
-		return
-	}
-	s.maybeCheckpoint()
-	s.setState(now, pipeline.WaitingInput)
-	s.pump(now)
 }
 
 // checkpoint sends the stage's state to the master, once per window count.
