@@ -86,8 +86,9 @@
 // package: the recurrence A[i][j][m] = min over a split k and m' replicas of
 // max(A[i][k][m-m'], the last stage's time on m'), a stage's time on m'
 // replicas as (compute + its data-parallel communication, 4(m'-1)/m' times
-// the parameters over the bandwidth) / m' (here a ring all-reduce's
-// 2(m'-1)/m' each way, plus its latency and handling), transfers of
+// the parameters over the bandwidth) / m' (here the parameters to the
+// master and their mean back, the master's link carrying m' of each, plus
+// latency and handling), transfers of
 // activations over m' links as separate max terms, the option of using
 // fewer machines than given, and printing each stage's time and
 // replication. Unlike PipeDream it has no memory constraint (an RBM's

@@ -139,8 +139,8 @@ func TestCost(t *testing.T) {
 // any number of machines. Replicating RBM_3 on two machines and grouping
 // RBM_1 and RBM_2 on a third balances 7.06 against 10.70/2 (2.5x); the
 // model finds replicating more than RBM_3 cheaper still, because a replica
-// averaging its group's parameters (a ring all-reduce of 6.6 MB for the
-// whole DBN) handles fewer bytes per window than a group boundary (8 MB of
+// averaging its group's parameters (6.6 MB each way through the master for
+// the whole DBN) handles fewer bytes per window than a group boundary (8 MB of
 // data in, 5.1 MB of middle result out and in again): the fastest plans are
 // data-parallel, each replica training every RBM.
 func TestQuickstartPlans(t *testing.T) {
