@@ -219,6 +219,11 @@ type Cluster struct {
 	// a stage group. Default 1: none, for replicas cost quality (README,
 	// "Stage replicas").
 	MaxReplicas int `mapstructure:"max_replicas"`
+	// Replicate is which groups those replicas may go to: top (default:
+	// the top RBM alone, in a group of its own, whose replicas cost no
+	// quality where they were measured) or any (the fastest plans, which
+	// replicate the RBMs below too and cost their quality).
+	Replicate Replicate `mapstructure:"replicate"`
 	// ReplicaTolerance is how much slower, as a fraction of the fastest
 	// plan's predicted time per window, a plan with fewer stage replicas
 	// may be and still be chosen by cluster.plan = auto: replicas change
@@ -388,6 +393,7 @@ func Defaults() map[string]any {
 		"cluster.local_slaves":           0,
 		"cluster.sync_every":             5,
 		"cluster.max_replicas":           1,
+		"cluster.replicate":              ReplicateTop,
 		"cluster.replica_tolerance":      0.1,
 		"finetune.epochs":                10,
 		"finetune.batch_size":            128,

@@ -85,6 +85,31 @@ func (l LCopy) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 // UnmarshalText reads the YAML spelling.
 func (l *LCopy) UnmarshalText(b []byte) error { return enumParse(l, b, lcopyNames, "l_copy") }
 
+// Replicate is which stage groups cluster.plan = auto may give stage
+// replicas (cluster.replicate).
+type Replicate int
+
+const (
+	// ReplicateTop replicates the top RBM alone, in a group of its own:
+	// measured, its replicas cost no quality, those of an RBM below did.
+	ReplicateTop Replicate = iota
+	// ReplicateAny lets any group have replicas: the fastest plans.
+	ReplicateAny
+)
+
+var replicateNames = []string{ReplicateTop: "top", ReplicateAny: "any"}
+
+// String returns the YAML spelling: top or any.
+func (r Replicate) String() string { return enumString(r, replicateNames, "Replicate") }
+
+// MarshalText returns the YAML spelling.
+func (r Replicate) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads the YAML spelling.
+func (r *Replicate) UnmarshalText(b []byte) error {
+	return enumParse(r, b, replicateNames, "replicate")
+}
+
 // Source is where the examples come from (data.source).
 type Source int
 
@@ -159,6 +184,8 @@ var enums = []enum{
 		func(c *Config) fmt.Stringer { return c.Pretrain.LCopy }},
 	{"cluster.transport", []fmt.Stringer{NATS, Memory}, NATS,
 		func(c *Config) fmt.Stringer { return c.Cluster.Transport }},
+	{"cluster.replicate", []fmt.Stringer{ReplicateTop, ReplicateAny}, ReplicateTop,
+		func(c *Config) fmt.Stringer { return c.Cluster.Replicate }},
 }
 
 // names lists the spellings of the enum's values: "greedy, pipelined".

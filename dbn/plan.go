@@ -133,7 +133,7 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 	case cl.Plan == config.PlanOnePerRBM:
 		lay.plan, err = plan.OnePerRBM(job, pc)
 	default:
-		lay.plan, err = plan.Auto(job, pc, plan.Options{Tolerance: cl.ReplicaTolerance, MaxReplicas: cl.MaxReplicas})
+		lay.plan, err = plan.Auto(job, pc, plan.Options{Tolerance: cl.ReplicaTolerance, MaxReplicas: cl.MaxReplicas, TopOnly: cl.Replicate == config.ReplicateTop})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("plan the local slaves: %w", err)

@@ -249,7 +249,9 @@ type model struct {
 	job Job
 	cl  Cluster
 	// maxReplicas caps a group's replicas (Options.MaxReplicas); 0: none.
+	// topOnly allows replicas to the top RBM alone.
 	maxReplicas int
+	topOnly     bool
 	// work[i]: flop-equivalents of one window of RBMs 0..i-1; params[i]:
 	// their parameter bytes.
 	work, params []float64
@@ -324,5 +326,12 @@ func (m *model) cost(i, j int, ms []int) Cost {
 // every data window to the groups of RBM_1.
 func (m *model) masterLink() float64 { return m.transfer(m.job.inBytes(0)) }
 
-// replicasAllowed reports whether a group may have r replicas.
-func (m *model) replicasAllowed(r int) bool { return m.maxReplicas == 0 || r <= m.maxReplicas }
+// replicasAllowed reports whether the group of RBMs i..j-1 (0-based) may
+// have r replicas.
+func (m *model) replicasAllowed(i, j, r int) bool {
+	if r == 1 {
+		return true
+	}
+	top := i == m.job.rbms()-1 && j == m.job.rbms()
+	return (m.maxReplicas == 0 || r <= m.maxReplicas) && (!m.topOnly || top)
+}

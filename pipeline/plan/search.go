@@ -27,6 +27,10 @@ type Options struct {
 	// MaxReplicas caps every group's replicas; 0: no cap. 1 plans stage
 	// groups alone.
 	MaxReplicas int
+	// TopOnly gives replicas to the top RBM alone, in a group of its own:
+	// on the quickstart DBN replicas cost RBM_2 quality, and RBM_3 none
+	// (README, "Stage replicas").
+	TopOnly bool
 }
 
 // score is a partial plan's value in the search: its slowest group's
@@ -94,7 +98,7 @@ func Auto(job Job, cl Cluster, opts Options) (*Plan, error) {
 	if !(opts.Tolerance >= 0) || opts.MaxReplicas < 0 {
 		return nil, fmt.Errorf("plan: options: tolerance = %g, max replicas = %d: want 0 or more", opts.Tolerance, opts.MaxReplicas)
 	}
-	m.maxReplicas = opts.MaxReplicas
+	m.maxReplicas, m.topOnly = opts.MaxReplicas, opts.TopOnly
 	var searches []search
 	exact := true
 	switch {
@@ -197,7 +201,7 @@ func (m *model) ordered(order []int) search {
 				best[j][k], from[j][k] = best[j][k-1], step{-1, -1}
 				for i := 0; i < j; i++ {
 					for a := k - 1; a >= 0; a-- {
-						if !best[i][a].ok || !m.replicasAllowed(k-a) {
+						if !best[i][a].ok || !m.replicasAllowed(i, j, k-a) {
 							continue
 						}
 						c := m.cost(i, j, order[a:k])
@@ -261,7 +265,7 @@ func (m *model) subsets(better func(a, b score) bool, bound float64) (score, []s
 				for sub := set; sub > 0; sub = (sub - 1) & set {
 					prev := best[i][set&^sub]
 					ms := members[sub]
-					if !prev.ok || !m.replicasAllowed(len(ms)) {
+					if !prev.ok || !m.replicasAllowed(i, j, len(ms)) {
 						continue
 					}
 					c := m.cost(i, j, ms)

@@ -187,3 +187,29 @@ func TestMaxReplicas(t *testing.T) {
 		t.Error("MaxReplicas -1: no error; want one")
 	}
 }
+
+// TestTopOnly: with replicas for the top RBM alone, no other group gets
+// any, and on 4 equal machines the quickstart DBN's plan replicates RBM_3
+// in a group of its own and keeps RBM_1 and RBM_2 whole.
+func TestTopOnly(t *testing.T) {
+	t.Parallel()
+	job := Job{Layers: []int{784, 500, 500, 2000}, BatchSize: 256, K: 10, Windows: 120, SyncEvery: 5}
+	cl := Cluster{Network: Network{Latency: 100e-6}, ByteWork: 200}
+	for k := 1; k <= 4; k++ {
+		cl.Machines = append(cl.Machines, Machine{Name: fmt.Sprintf("m%d", k), CPUs: 1, Speed: 60})
+	}
+	p, err := Auto(job, cl, Options{TopOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := p.Groups[len(p.Groups)-1]
+	for _, g := range p.Groups[:len(p.Groups)-1] {
+		if len(g.Machines) > 1 {
+			t.Errorf("group %d-%d on %d replicas below the top:\n%s", g.First, g.Last, len(g.Machines), p)
+		}
+	}
+	if last.First != 3 || last.Last != 3 || len(last.Machines) < 2 {
+		t.Errorf("top group %d-%d on %d replicas; want RBM_3 alone, replicated:\n%s", last.First, last.Last, len(last.Machines), p)
+	}
+	t.Logf("top only:\n%s", p)
+}
