@@ -110,14 +110,12 @@ func mean(ps []*messages.Params) *messages.Params {
 			total += weights[k]
 		}
 	}
-	for k, p := range ps {
-		if p != nil && total == 0 {
-			weights[k] = 1
-		}
-	}
-	if total == 0 {
-		for _, w := range weights {
-			total += w
+	if total == 0 { // none trained since: all alike
+		for k, p := range ps {
+			if p != nil {
+				weights[k] = 1
+				total++
+			}
 		}
 	}
 	avg := &messages.Params{
@@ -188,11 +186,8 @@ func (s *Slave) sync(now time.Duration, final bool) {
 	r := s.stage.RBM()
 	s.syncing = &messages.Params{
 		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: a.RBM, Replica: a.Replica, Round: s.synced + 1, Final: final,
-		Windows: s.stage.Windows() - s.synced*a.SyncEvery, Visible: r.Visible, Hidden: r.Hidden,
+		Windows: max(0, s.stage.Windows()-s.synced*a.SyncEvery), Visible: r.Visible, Hidden: r.Hidden,
 		W: slices.Clone(r.W), A: slices.Clone(r.A), B: slices.Clone(r.B),
-	}
-	if final {
-		s.syncing.Windows = s.stage.Windows() - min(s.stage.Windows(), s.synced*a.SyncEvery)
 	}
 	s.syncSent = now
 	s.send(MasterName, s.syncing)

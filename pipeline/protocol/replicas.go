@@ -39,7 +39,7 @@ func (p Replica) Global(n uint64) uint64 { return uint64(p.Index) + n*uint64(p.O
 // g' mod a.Of = a.Index and g' mod b.Of = b.Index. It is the link's Seq of
 // its first window at or after g.
 func LinkWindows(g uint64, a, b Replica) uint64 {
-	period := uint64(a.Of * b.Of / gcd(a.Of, b.Of))
+	period := linkPeriod(a, b)
 	first, ok := linkOffset(a, b)
 	if !ok {
 		return 0
@@ -54,7 +54,7 @@ func LinkWindows(g uint64, a, b Replica) uint64 {
 // linkOffset returns the first global window the link from a to b
 // carries, and false when a and b share no window.
 func linkOffset(a, b Replica) (uint64, bool) {
-	period := a.Of * b.Of / gcd(a.Of, b.Of)
+	period := int(linkPeriod(a, b))
 	for g := a.Index; g < period; g += a.Of {
 		if g%b.Of == b.Index {
 			return uint64(g), true
@@ -69,6 +69,10 @@ func Shares(a, b Replica) bool {
 	_, ok := linkOffset(a, b)
 	return ok
 }
+
+// linkPeriod is lcm(a.Of, b.Of): a link carries one window of every
+// linkPeriod consecutive global windows.
+func linkPeriod(a, b Replica) uint64 { return uint64(a.Of * b.Of / gcd(a.Of, b.Of)) }
 
 func gcd(a, b int) int {
 	for b != 0 {
@@ -117,7 +121,7 @@ func (d *Dealer) Regenerate(again func(g uint64) *pipeline.Window) {
 		}
 		to := Replica{b, len(d.links)}
 		first, _ := linkOffset(d.self, to)
-		period := uint64(d.self.Of * to.Of / gcd(d.self.Of, to.Of))
+		period := linkPeriod(d.self, to)
 		l.Regenerate(func(j uint64) *pipeline.Window { return again(first + j*period) })
 	}
 }
