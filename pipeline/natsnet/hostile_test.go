@@ -139,7 +139,20 @@ func TestEmbeddedRefusesHostileClients(t *testing.T) {
 		}
 	})
 
+	awaitDisconnected := func(t *testing.T, user string) {
+		t.Helper()
+		checkFor(t, 5*time.Second, func() error {
+			if srv.Connected(user) {
+				return errors.New(user + " is still connected")
+			}
+			return nil
+		})
+	}
+
 	t.Run("identity held once", func(t *testing.T) {
+		// The previous subtest's connection as a is closed, but the server
+		// learns it asynchronously.
+		awaitDisconnected(t, a.User)
 		first := mustDial(t, srv.URL(), a)
 		if !srv.Connected(a.User) {
 			t.Errorf("Connected(%s) = false while it is connected; want true", a.User)
@@ -151,12 +164,7 @@ func TestEmbeddedRefusesHostileClients(t *testing.T) {
 			t.Fatalf("second connection as %s: %v; want %v", a.User, err, nats.ErrMaxAccountConnectionsExceeded)
 		}
 		first.Close()
-		checkFor(t, 5*time.Second, func() error {
-			if srv.Connected(a.User) {
-				return errors.New(a.User + " is still connected")
-			}
-			return nil
-		})
+		awaitDisconnected(t, a.User)
 		mustDial(t, srv.URL(), a).Quiet(t) // free again
 	})
 }
