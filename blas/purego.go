@@ -16,3 +16,10 @@ func SetThreads(n int) {}
 
 // Threads reports 1 in the pure-Go build.
 func Threads() int { return 1 }
+
+// Core reports "go" in the pure-Go build: gonum's kernels, the same on
+// every CPU.
+func Core() string { return "go" }
+
+// CoreNote reports "" in the pure-Go build.
+func CoreNote() string { return "" }

@@ -27,6 +27,9 @@ type Result struct {
 	Data DataInfo `json:"data"`
 	// BLAS is the linear-algebra back end ("openblas" or "gonum").
 	BLAS string `json:"blas"`
+	// BLASCore is the back end's kernels: OpenBLAS's name for the CPU
+	// they are for ("SkylakeX", "Haswell"), or "go".
+	BLASCore string `json:"blas_core"`
 	// CPUsPerWorker is the number of CPUs each worker was allowed (0: no cap).
 	CPUsPerWorker float64 `json:"cpus_per_worker"`
 	// Colocate is cluster.colocate: the local slaves shared one group of
@@ -60,7 +63,8 @@ type PlanResult struct {
 	// SpeedGFLOPS is the master's CD-1 speed on one thread, measured before
 	// the run, which the prediction assumes of every process.
 	SpeedGFLOPS float64 `json:"speed_gflops"`
-	// CPUs and Threads of each process.
+	// CPUs and Threads of each process; 0 where they differ
+	// (cluster.machine_cpus: see each group's CPUs).
 	CPUs    float64 `json:"cpus"`
 	Threads int     `json:"threads"`
 	// Windows is W, the windows each RBM trains.
@@ -81,6 +85,9 @@ type PlanGroup struct {
 	RBMs     []int    `json:"rbms"`
 	Slaves   []string `json:"slaves"`
 	Replicas int      `json:"replicas"`
+	// CPUs is each replica's machine's CPUs, in the order of its replicas
+	// (0: uncapped).
+	CPUs []float64 `json:"cpus"`
 	// PredictedWindowSeconds is the plan's seconds per window of the
 	// group (compute, messages and link); PredictedComputeSeconds its
 	// training part, which MeasuredBusySeconds measures: the busy seconds

@@ -194,6 +194,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 		Weights:       WeightsFile,
 		Data:          DataInfo{Source: train.Name, Train: train.N, Test: test.N, Dim: train.Dim, Scale: scaleName(scaler, cfg)},
 		BLAS:          blas.Name(),
+		BLASCore:      blas.Core(),
 		CPUsPerWorker: cfg.Cluster.CPUsPerWorker,
 		Colocate:      cfg.Cluster.Colocate,
 		Config:        cfg.File,
@@ -204,7 +205,10 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 	defer prog.stop()
 	opt.Monitor.Pretraining(stageCfgs, train.N)
 
-	log.Info("pre-training", "mode", cfg.Pretrain.Mode, "layers", fmt.Sprint(cfg.DBN.Layers), "epochs", cfg.Pretrain.Epochs, "batch_size", cfg.Pretrain.BatchSize, "blas", blas.Name(), "threads", blas.Threads())
+	if note := blas.CoreNote(); note != "" {
+		log.Info(note)
+	}
+	log.Info("pre-training", "mode", cfg.Pretrain.Mode, "layers", fmt.Sprint(cfg.DBN.Layers), "epochs", cfg.Pretrain.Epochs, "batch_size", cfg.Pretrain.BatchSize, "blas", blas.Name(), "blas_core", blas.Core(), "threads", blas.Threads())
 	start := time.Now()
 	prog.probe.started()
 	trained, err := pretrain(ctx, cfg, opt, out, train, stageCfgs, prog)

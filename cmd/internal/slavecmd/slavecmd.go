@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
 )
@@ -78,6 +79,9 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 		logName += "." + *name
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: logName, Level: lvl, Output: stderr})
+	if note := blas.CoreNote(); note != "" {
+		log.Info(note)
+	}
 	opt := natsnet.SlaveOptions{URL: *url, Name: *name, Credentials: creds, Threads: *threads, JoinTimeout: *join, Logger: log, WindowDelay: *delay, StatusEvery: *statusEvery}
 	if names := strings.Split(*name, ","); len(names) > 1 {
 		if *serve {
