@@ -211,6 +211,13 @@ type Cluster struct {
 	// CPUsPerWorker (one emulated machine each), and for auto on an
 	// uncapped box (or colocated slaves) one process with every CPU.
 	LocalSlaves int `mapstructure:"local_slaves"`
+	// MachineCPUs gives each local slave process (machine) its own CPUs,
+	// for unequal machines: [0.45, 0.45, 0.45, 0.225] is four processes,
+	// the last at half the others' speed, and the plan decides what each
+	// trains. Empty (the default): every process has CPUsPerWorker CPUs.
+	// It needs the local slaves (Slaves 0, transport nats) and no
+	// Colocate; greedy pre-training stays on CPUsPerWorker CPUs.
+	MachineCPUs []float64 `mapstructure:"machine_cpus"`
 	// SyncEvery is how many windows each stage replica trains between two
 	// averages of its group's parameters. It must divide
 	// reliability.checkpoint_every. Default 5.
@@ -391,6 +398,7 @@ func Defaults() map[string]any {
 		"cluster.transport":              NATS,
 		"cluster.plan":                   PlanAuto,
 		"cluster.local_slaves":           0,
+		"cluster.machine_cpus":           []float64{},
 		"cluster.sync_every":             5,
 		"cluster.max_replicas":           1,
 		"cluster.replicate":              ReplicateTop,

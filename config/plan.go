@@ -75,8 +75,9 @@ func Processes(groups []StageGroup) int {
 	return n
 }
 
-// validatePlan checks cluster.plan and cluster.local_slaves against the
-// rest of the config, reporting through bad.
+// validatePlan checks cluster.plan, cluster.local_slaves and
+// cluster.machine_cpus against the rest of the config, reporting through
+// bad.
 func (c *Config) validatePlan(bad func(key string, val any, reason string, args ...any)) {
 	cl := c.Cluster
 	rbms := len(c.DBN.Layers) - 1
@@ -101,6 +102,26 @@ func (c *Config) validatePlan(bad func(key string, val any, reason string, args 
 		bad("cluster.local_slaves", cl.LocalSlaves, "cluster.plan = %q has %d stage groups and replicas, one local slave each (0: as many)", cl.Plan, Processes(groups))
 	case cl.Plan == PlanOnePerRBM && cl.LocalSlaves > 0 && cl.LocalSlaves != rbms:
 		bad("cluster.local_slaves", cl.LocalSlaves, "cluster.plan = %s needs one local slave per RBM, %d (0: as many)", PlanOnePerRBM, rbms)
+	}
+	if len(cl.MachineCPUs) > 0 {
+		for k, cpus := range cl.MachineCPUs {
+			if !(cpus > 0 && cpus <= MaxCPUsPerWorker) {
+				bad(fmt.Sprintf("cluster.machine_cpus[%d]", k), cpus, "must be a number of CPUs in (0, %d]", MaxCPUsPerWorker)
+			}
+		}
+		n := len(cl.MachineCPUs)
+		switch {
+		case !local:
+			bad("cluster.machine_cpus", cl.MachineCPUs, "only sizes the local slaves of cluster.transport = nats and cluster.slaves = 0")
+		case cl.Colocate:
+			bad("cluster.machine_cpus", cl.MachineCPUs, "gives each local slave a machine of its own; cluster.colocate = true puts them all on one")
+		case cl.LocalSlaves > 0 && cl.LocalSlaves != n:
+			bad("cluster.local_slaves", cl.LocalSlaves, "cluster.machine_cpus lists %d machines, one local slave each (0: as many)", n)
+		case groups != nil && Processes(groups) != n:
+			bad("cluster.machine_cpus", cl.MachineCPUs, "lists %d machines; cluster.plan = %q has %d stage groups and replicas, one machine each", n, cl.Plan, Processes(groups))
+		case cl.Plan == PlanOnePerRBM && n != rbms:
+			bad("cluster.machine_cpus", cl.MachineCPUs, "lists %d machines; cluster.plan = %s needs one per RBM, %d", n, PlanOnePerRBM, rbms)
+		}
 	}
 	if cl.SyncEvery < 1 {
 		bad("cluster.sync_every", cl.SyncEvery, "must be >= 1 (windows a stage replica trains between two averages)")

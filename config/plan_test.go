@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -70,8 +71,49 @@ func TestPlanProblems(t *testing.T) {
 	}
 	checkProblems(t, loadProblems(t, dbn+"cluster: {plan: one-per-rbm, local_slaves: 2}\n"),
 		`cluster.local_slaves = 2: cluster.plan = one-per-rbm needs one local slave per RBM, 3 (0: as many)`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {machine_cpus: [0.5, 0, x, -1]}\n"),
+		`cluster.machine_cpus[1] = 0: must be a number of CPUs in (0, 4096]`,
+		`cluster.machine_cpus[2] = "x": must be a number`,
+		`cluster.machine_cpus[3] = -1: must be a number of CPUs in (0, 4096]`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {machine_cpus: 0.5}\n"),
+		`cluster.machine_cpus = 0.5: must be a list of numbers`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {machine_cpus: [1, 1, 1], slaves: 3}\n"),
+		`cluster.machine_cpus = [1 1 1]: only sizes the local slaves of cluster.transport = nats and cluster.slaves = 0`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {machine_cpus: [1, 1, 1], colocate: true, cpus_per_worker: 1}\n"),
+		`cluster.machine_cpus = [1 1 1]: gives each local slave a machine of its own; cluster.colocate = true puts them all on one`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {machine_cpus: [1, 1, 1], local_slaves: 4}\n"),
+		`cluster.local_slaves = 4: cluster.machine_cpus lists 3 machines, one local slave each (0: as many)`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {machine_cpus: [1, 1, 1], plan: '1-2,3x3'}\n"),
+		`cluster.machine_cpus = [1 1 1]: lists 3 machines; cluster.plan = "1-2,3x3" has 4 stage groups and replicas, one machine each`)
+	checkProblems(t, loadProblems(t, dbn+"cluster: {plan: one-per-rbm}\n", "cluster.machine_cpus=[1, 0.5]"),
+		`cluster.machine_cpus = [1 0.5] (from --set cluster.machine_cpus): lists 2 machines; cluster.plan = one-per-rbm needs one per RBM, 3`)
 	// More local slaves than RBMs: the auto plan may replicate.
 	if _, err := Load(write(t, "p.yaml", dbn+"cluster: {local_slaves: 4}\ndata: {source: synthetic}\n"), nil); err != nil {
 		t.Errorf("local_slaves 4 of 3 RBMs: %v; want no problem", err)
+	}
+}
+
+// cluster.machine_cpus comes from the file, a --set or the environment
+// (not in parallel: it sets a variable).
+func TestMachineCPUs(t *testing.T) {
+	const dbn = "dbn: {layers: [20, 10, 8, 6]}\n"
+	for _, c := range []struct {
+		body string
+		sets []string
+		env  string
+	}{
+		{body: "cluster: {machine_cpus: [0.5, 0.5, 0.5, 0.25]}\n"},
+		{sets: []string{"cluster.machine_cpus=[0.5, 0.5, 0.5, 0.25]"}},
+		{env: "0.5,0.5,0.5,0.25"},
+	} {
+		if c.env != "" {
+			t.Setenv(EnvVar("cluster.machine_cpus"), c.env)
+		}
+		cfg, err := Load(write(t, "p.yaml", dbn+c.body+"data: {source: synthetic}\n"), c.sets)
+		if err != nil {
+			t.Errorf("machine_cpus from %+v: %v; want no problem", c, err)
+		} else if want := []float64{0.5, 0.5, 0.5, 0.25}; !slices.Equal(cfg.Cluster.MachineCPUs, want) {
+			t.Errorf("machine_cpus from %+v = %v; want %v", c, cfg.Cluster.MachineCPUs, want)
+		}
 	}
 }

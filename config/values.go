@@ -28,6 +28,7 @@ const (
 	kindBool                 // true or false
 	kindDuration             // a string like 60s, or 0
 	kindInts                 // a list of integers
+	kindFloats               // a list of numbers
 	kindEnum                 // a typed enum: see decodeEnums
 	kindMaps                 // a list of maps (sweep.vary), decoded into structs
 )
@@ -68,6 +69,8 @@ func keyKinds() map[string]kind {
 				kinds[key] = kindBool
 			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Int:
 				kinds[key] = kindInts
+			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Float64:
+				kinds[key] = kindFloats
 			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
 				kinds[key] = kindMaps
 			default:
@@ -192,6 +195,22 @@ func checkValues(v *viper.Viper, defaults map[string]any) Problems {
 				ns[i] = n
 			}
 			v.Set(k, ns)
+		case kindFloats:
+			items, ok := toList(val)
+			if !ok {
+				problem("must be a list of numbers")
+				continue
+			}
+			fs := make([]float64, len(items))
+			for i, it := range items {
+				f, ok := toFloat(it)
+				if !ok {
+					ps = append(ps, Problem{Key: fmt.Sprintf("%s[%d]", k, i), Value: it, Reason: "must be a number"})
+					f = 1
+				}
+				fs[i] = f
+			}
+			v.Set(k, fs)
 		case kindMaps:
 			items, ok := val.([]any)
 			if !ok {

@@ -376,6 +376,12 @@ func startLocalSlavesAs(ctx context.Context, cfg *config.Config, opt Options, au
 	}
 	if colocate {
 		log.Info("local slaves started", "count", n, "threads_each", threads, "cpus_shared", cpus, "logs", out)
+	} else if len(cfg.Cluster.MachineCPUs) > 0 {
+		var each []float64
+		for _, pr := range lay.procs {
+			each = append(each, pr.cpus)
+		}
+		log.Info("local slaves started", "count", n, "cpus", each, "logs", out)
 	} else {
 		log.Info("local slaves started", "count", n, "threads_each", threads, "cpus_each", cpus, "logs", out)
 	}
@@ -397,8 +403,13 @@ func (ls *localSlaves) start(p int, again bool) error {
 	if err != nil {
 		return err
 	}
+	pr := ls.layout.procs[p]
+	threads := ls.threads
+	if pr.cpus > 0 {
+		threads = workerThreads(pr.cpus)
+	}
 	args := append(append([]string{}, ls.command[1:]...), "--nats", ls.url, "--name", name,
-		"--threads", strconv.Itoa(ls.threads), "--join-timeout", ls.joinWait.String())
+		"--threads", strconv.Itoa(threads), "--join-timeout", ls.joinWait.String())
 	var creds *os.File
 	if ls.auth.creds != nil {
 		var own []natsnet.Credential
@@ -416,7 +427,7 @@ func (ls *localSlaves) start(p int, again bool) error {
 	}
 	cmd := exec.Command(ls.command[0], args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.Env = append(slaveEnv(ls.embedded), "GOMAXPROCS="+strconv.Itoa(ls.threads))
+	cmd.Env = append(slaveEnv(ls.embedded), "GOMAXPROCS="+strconv.Itoa(threads))
 	if creds != nil {
 		cmd.ExtraFiles = []*os.File{creds}
 	}
@@ -443,8 +454,8 @@ func (ls *localSlaves) start(p int, again bool) error {
 		if err := ls.shared.add(cmd.Process.Pid); err != nil {
 			ls.log.Warn("cannot cap a local slave's CPUs; it runs uncapped", "slave", name, "cpus_per_worker", ls.cpus, "colocate", true, "error", err)
 		}
-	case ls.cpus > 0 && !ls.colocate:
-		g, err := newCPUGroup(fmt.Sprintf("pipedbn-%d-%s-%d", os.Getpid(), names[0], cmd.Process.Pid), ls.cpus)
+	case pr.cpus > 0:
+		g, err := newCPUGroup(fmt.Sprintf("pipedbn-%d-%s-%d", os.Getpid(), names[0], cmd.Process.Pid), pr.cpus)
 		if err == nil {
 			err = g.add(cmd.Process.Pid)
 			ls.mu.Lock()
@@ -452,7 +463,7 @@ func (ls *localSlaves) start(p int, again bool) error {
 			ls.mu.Unlock()
 		}
 		if err != nil {
-			ls.log.Warn("cannot cap a local slave's CPUs; it runs uncapped", "slave", name, "cpus_per_worker", ls.cpus, "error", err)
+			ls.log.Warn("cannot cap a local slave's CPUs; it runs uncapped", "slave", name, "cpus", pr.cpus, "error", err)
 		}
 	}
 	ls.exited.Add(1)

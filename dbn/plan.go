@@ -28,22 +28,27 @@ type layout struct {
 	plan *plan.Plan
 	// procs[p] is process p's stage group and replica.
 	procs []proc
-	// threads is each process's BLAS threads.
+	// threads is each process's BLAS threads, where its proc.cpus is 0;
+	// 0 where they differ (cluster.machine_cpus).
 	threads int
 	// speed is the master's, measured; machineCPUs each process's CPUs as
-	// planned.
+	// planned, 0 where they differ (cluster.machine_cpus).
 	speed, machineCPUs float64
 }
 
 // proc is a local slave process: RBMs first to last (1-based), replica
-// replica of replicas.
-type proc struct{ first, last, replica, replicas int }
+// replica of replicas, on a machine of cpus CPUs (its cgroup's quota and
+// BLAS threads; 0: uncapped, or the colocated slaves' shared cap).
+type proc struct {
+	first, last, replica, replicas int
+	cpus                           float64
+}
 
 // procsOf is one process per group of groups, without replicas.
 func procsOf(groups ...[2]int) []proc {
 	var ps []proc
 	for _, g := range groups {
-		ps = append(ps, proc{g[0], g[1], 0, 1})
+		ps = append(ps, proc{first: g[0], last: g[1], replica: 0, replicas: 1})
 	}
 	return ps
 }
@@ -80,10 +85,13 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 	if err != nil {
 		return nil, fmt.Errorf("config %s: cluster.plan = %q: %w", cfg.File, cl.Plan, err)
 	}
-	capped := cl.CPUsPerWorker > 0 && !cl.Colocate
+	unequal := len(cl.MachineCPUs) > 0
+	capped := (cl.CPUsPerWorker > 0 || unequal) && !cl.Colocate
 	m := cl.LocalSlaves
 	switch {
 	case m > 0:
+	case unequal:
+		m = len(cl.MachineCPUs)
 	case explicit != nil:
 		m = config.Processes(explicit)
 	case cl.Plan == config.PlanOnePerRBM || capped:
@@ -103,6 +111,20 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 	default:
 		lay.threads = max(1, runtime.NumCPU()/m)
 	}
+	// machineCPUs[p] is the CPUs of the machine the plan calls
+	// process-<p+1>.
+	machineCPUs := make([]float64, m)
+	for p := range machineCPUs {
+		machineCPUs[p] = cpus
+		if unequal {
+			machineCPUs[p] = cl.MachineCPUs[p]
+		}
+	}
+	if unequal {
+		lay.threads = 0 // each process's own: workerThreads(proc.cpus)
+	} else {
+		lay.machineCPUs = cpus
+	}
 
 	s := stages[0]
 	job := plan.Job{BatchSize: s.BatchSize, K: s.K, CDK: s.CDK, SyncEvery: cl.SyncEvery,
@@ -112,10 +134,13 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 		job.Layers = append(job.Layers, st.Hidden)
 	}
 	speed := measureSpeed()
-	lay.speed, lay.machineCPUs = speed, cpus
+	lay.speed = speed
 	pc := plan.Cluster{Network: plan.Network{Latency: localLatency}, ByteWork: localByteWork}
-	for p := 1; p <= m; p++ {
-		pc.Machines = append(pc.Machines, plan.Machine{Name: fmt.Sprintf("process-%d", p), CPUs: cpus, Speed: speed})
+	cpusOf := map[string]float64{}
+	for p, c := range machineCPUs {
+		name := fmt.Sprintf("process-%d", p+1)
+		cpusOf[name] = c
+		pc.Machines = append(pc.Machines, plan.Machine{Name: name, CPUs: c, Speed: speed})
 	}
 	switch {
 	case explicit != nil:
@@ -139,8 +164,12 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 		return nil, fmt.Errorf("plan the local slaves: %w", err)
 	}
 	for _, g := range lay.plan.Groups {
-		for k := range g.Machines {
-			lay.procs = append(lay.procs, proc{g.First, g.Last, k, len(g.Machines)})
+		for k, name := range g.Machines {
+			pr := proc{first: g.First, last: g.Last, replica: k, replicas: len(g.Machines)}
+			if capped {
+				pr.cpus = cpusOf[name]
+			}
+			lay.procs = append(lay.procs, pr)
 		}
 	}
 	return lay, nil
@@ -216,13 +245,15 @@ func (l *layout) result(rows []RBMResult) *PlanResult {
 	p := l.plan
 	r := &PlanResult{
 		Strategy: p.Strategy.String(), SpeedGFLOPS: l.speed, CPUs: l.machineCPUs, Threads: l.threads,
-		Windows: p.Job.Windows, PredictedSeconds: p.Seconds, Text: p.String(),
+		Windows: p.Job.Windows, PredictedSeconds: p.Seconds, PredictedSpeedUp: p.SpeedUp(), PredictedEfficiency: p.Efficiency(),
+		Text: p.String(),
 	}
 	for k, g := range p.Groups {
 		pg := PlanGroup{Replicas: len(g.Machines), PredictedWindowSeconds: p.Costs[k].Window, PredictedComputeSeconds: p.Costs[k].Compute}
 		for q, pr := range l.procs {
 			if pr.first == g.First {
 				pg.Slaves = append(pg.Slaves, l.names(q)...)
+				pg.CPUs = append(pg.CPUs, pr.cpus)
 			}
 		}
 		var busy float64
@@ -249,7 +280,7 @@ func (l *layout) result(rows []RBMResult) *PlanResult {
 // calls would compete with training for the same CPUs. (A run given
 // Options.SlaveCommand starts that command instead.)
 func (l *layout) inMaster(cfg *config.Config) bool {
-	return len(l.procs) == 1 && cfg.Cluster.CPUsPerWorker == 0
+	return len(l.procs) == 1 && l.procs[0].cpus == 0 && cfg.Cluster.CPUsPerWorker == 0
 }
 
 // inMasterGroup is a stage group running inside the master's process.

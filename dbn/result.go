@@ -73,6 +73,11 @@ type PlanResult struct {
 	// measures it, with the start of the processes and the transforms of
 	// the final recon error).
 	PredictedSeconds float64 `json:"predicted_seconds"`
+	// PredictedSpeedUp is the plan's over greedy on its fastest machine,
+	// and PredictedEfficiency that over the capacity of all the machines
+	// (idle ones too) in fastest machines: M for M equal machines.
+	PredictedSpeedUp    float64 `json:"predicted_speedup"`
+	PredictedEfficiency float64 `json:"predicted_efficiency"`
 	// Groups, one per process, in the order of their RBMs.
 	Groups []PlanGroup `json:"groups"`
 	// Text is the plan as the master printed it.

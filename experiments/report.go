@@ -65,6 +65,7 @@ func WriteReport(plan *SweepPlan, rows []SweepRow, regenerate string) ([]string,
 	a.speedup(&md, addPlot)
 	a.timeGoes(&md, addPlot)
 	a.simulate(&md, addPlot)
+	a.plans(&md)
 	a.accuracy(&md, addPlot)
 	a.recon(&md, addPlot)
 	a.errorRatios(&md)

@@ -157,19 +157,22 @@ func TestSettingOf(t *testing.T) {
 		cpus      float64
 		colocate  bool
 		slaves    int
+		machines  []float64
 		want      Setting
 	}{
-		{config.Greedy, config.NATS, 0.45, true, 0, GreedyOneMachine},
-		{config.Greedy, config.NATS, 0, false, 0, GreedyWholeBox},
-		{config.Pipelined, config.NATS, 0.45, true, 0, PipelinedOneMachine},
-		{config.Pipelined, config.NATS, 0.45, false, 0, PipelinedLMachines},
-		{config.Pipelined, config.NATS, 0, false, 4, PipelinedLMachines},
-		{config.Pipelined, config.NATS, 0, true, 0, PipelinedWholeBox},
-		{config.Pipelined, config.Memory, 0.45, false, 0, PipelinedInProcess},
+		{config.Greedy, config.NATS, 0.45, true, 0, nil, GreedyOneMachine},
+		{config.Greedy, config.NATS, 0, false, 0, nil, GreedyWholeBox},
+		{config.Pipelined, config.NATS, 0.45, true, 0, nil, PipelinedOneMachine},
+		{config.Pipelined, config.NATS, 0.45, false, 0, nil, PipelinedLMachines},
+		{config.Pipelined, config.NATS, 0, false, 4, nil, PipelinedLMachines},
+		{config.Pipelined, config.NATS, 0, true, 0, nil, PipelinedWholeBox},
+		{config.Pipelined, config.NATS, 0, false, 0, []float64{0.5, 0.25}, PipelinedLMachines},
+		{config.Pipelined, config.Memory, 0.45, false, 0, nil, PipelinedInProcess},
 	}
 	for _, c := range cases {
 		cfg := &config.Config{}
 		cfg.Pretrain.Mode, cfg.Cluster.Transport, cfg.Cluster.CPUsPerWorker, cfg.Cluster.Colocate, cfg.Cluster.Slaves = c.mode, c.transport, c.cpus, c.colocate, c.slaves
+		cfg.Cluster.MachineCPUs = c.machines
 		if got := SettingOf(cfg); got != c.want {
 			t.Errorf("SettingOf(%+v) = %v; want %v", c, got, c.want)
 		}
@@ -503,4 +506,45 @@ sweep:
 		t.Fatal(err)
 	}
 	checkPNGs(t, p2.Dir, nil, []string{plotAxis})
+}
+
+// A pipelined run that followed a plan has a row in the plans section:
+// its plan, its prediction and what was measured against its greedy run.
+func TestWriteReportPlans(t *testing.T) {
+	t.Parallel()
+	p := plan(t, writeConfig(t, `
+data: {source: synthetic}
+dbn: {layers: [16, 8, 6, 4]}
+pretrain: {epochs: 1}
+finetune: {epochs: 0}
+cluster: {cpus_per_worker: 0.5, machine_cpus: [0.5, 0.25, 0.5, 0.5], max_replicas: 4}
+sweep:
+  vary:
+    - key: pretrain.mode
+      values: [greedy, pipelined]
+`))
+	rows := fabricate(t, p)
+	for _, r := range rows {
+		if r.Config.Pretrain.Mode == config.Greedy {
+			r.Result.PretrainSeconds = 100
+			continue
+		}
+		r.Result.PretrainSeconds = 50
+		r.Result.Plan = &dbn.PlanResult{PredictedSeconds: 40, PredictedSpeedUp: 2.5, PredictedEfficiency: 0.5, Groups: []dbn.PlanGroup{
+			{RBMs: []int{1}, Replicas: 1, CPUs: []float64{0.5}},
+			{RBMs: []int{2}, Replicas: 1, CPUs: []float64{0.25}},
+			{RBMs: []int{3}, Replicas: 2, CPUs: []float64{0.5, 0.5}},
+		}}
+	}
+	if _, err := WriteReport(p, rows, ""); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(p.Dir, "report.md"))
+	md := string(b)
+	// Measured 50 s against 40 predicted; speed-up 2 against 2.5, so
+	// efficiency 2 x 0.5/2.5 = 0.4 and 0.8 of the plan's.
+	want := "| mode=pipelined_r1 | 1 [0.5] · 2 [0.25] · 3x2 [0.5, 0.5] | 40.0 | 50.0 | 1.25 | 2.50 | 2.00 | 0.50 | 0.40 | 0.80 |"
+	if !strings.Contains(md, "## Plans: predicted and measured") || !strings.Contains(md, want) {
+		t.Errorf("report.md lacks the plans section's row %q:\n%s", want, md)
+	}
 }

@@ -20,7 +20,8 @@ const (
 	PipelinedOneMachine
 	// PipelinedLMachines is pipelined pre-training with one slave per RBM,
 	// each its own machine: a local slave in its own group of
-	// cpus_per_worker CPUs, or a remote slave (cluster.slaves > 0).
+	// cpus_per_worker CPUs (or of its cluster.machine_cpus), or a remote
+	// slave (cluster.slaves > 0).
 	PipelinedLMachines
 	// GreedyWholeBox is greedy pre-training without a CPU cap.
 	GreedyWholeBox
@@ -82,7 +83,7 @@ func SettingOf(c *config.Config) Setting {
 		return PipelinedInProcess
 	case cl.Slaves > 0:
 		return PipelinedLMachines
-	case cl.CPUsPerWorker == 0:
+	case cl.CPUsPerWorker == 0 && len(cl.MachineCPUs) == 0:
 		return PipelinedWholeBox
 	case cl.Colocate:
 		return PipelinedOneMachine

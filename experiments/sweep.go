@@ -192,7 +192,7 @@ func ignoredKeys(c *config.Config) []string {
 		// no slaves to lose, no checkpoints.
 		ks = append(ks, "cluster.nats_url", "cluster.slaves", "cluster.join_timeout", "cluster.credits",
 			"cluster.transport", "cluster.colocate", "pretrain.k_batches", "pretrain.settle", "pretrain.l_copy",
-			"cluster.plan", "cluster.local_slaves", "cluster.sync_every", "cluster.max_replicas", "cluster.replicate", "cluster.replica_tolerance", "reliability")
+			"cluster.plan", "cluster.local_slaves", "cluster.machine_cpus", "cluster.sync_every", "cluster.max_replicas", "cluster.replicate", "cluster.replica_tolerance", "reliability")
 	case cl.Transport == config.Memory:
 		ks = append(ks, "cluster.nats_url", "cluster.slaves", "cluster.join_timeout", "cluster.colocate")
 	case cl.Slaves > 0 || cl.CPUsPerWorker == 0:
