@@ -34,9 +34,14 @@ func (a *analysis) plans(md *strings.Builder) {
 		if p.PredictedSeconds > 0 {
 			measuredOverPredicted = fmt.Sprintf("%.2f", r.Result.PretrainSeconds/p.PredictedSeconds)
 		}
-		rows = append(rows, fmt.Sprintf("| %s | %s | %.1f | %.1f | %s | %.2f | %s | %.2f | %s | %s |\n",
+		// result.json files older than the plan's speed-up have none.
+		predictedSpeedUp, predictedEfficiency := "–", "–"
+		if p.PredictedSpeedUp > 0 {
+			predictedSpeedUp, predictedEfficiency = fmt.Sprintf("%.2f", p.PredictedSpeedUp), fmt.Sprintf("%.2f", p.PredictedEfficiency)
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %.1f | %.1f | %s | %s | %s | %s | %s | %s |\n",
 			r.Name, planText(p), p.PredictedSeconds, r.Result.PretrainSeconds, measuredOverPredicted,
-			p.PredictedSpeedUp, speedUp, p.PredictedEfficiency, efficiency, ofPlan))
+			predictedSpeedUp, speedUp, predictedEfficiency, efficiency, ofPlan))
 	}
 	if len(rows) == 0 {
 		return

@@ -60,7 +60,12 @@ type Slave struct {
 	phase    slavePhase
 	deadline time.Duration // of the phase's wait; 0: none
 	lastSent time.Duration // the last registration, status or weights
-	err      error
+	// registerWait is how long a joining slave waits before registering
+	// again: from RegisterEvery/firstRegisterRepeats, doubling up to
+	// RegisterEvery, so that a slave started before its master listens
+	// (its first registration heard by nobody) joins within moments.
+	registerWait time.Duration
+	err          error
 
 	run    Run
 	assign *messages.Assign
@@ -180,8 +185,13 @@ func (s *Slave) exit(err error) {
 // Start registers the slave with the master.
 func (s *Slave) Start(now time.Duration) {
 	s.deadline = now + s.cfg.Timing.JoinTimeout
+	s.registerWait = s.cfg.Timing.RegisterEvery / firstRegisterRepeats
 	s.register(now)
 }
+
+// firstRegisterRepeats: a joining slave's first repeat of its registration
+// comes after RegisterEvery over this.
+const firstRegisterRepeats = 16
 
 func (s *Slave) register(now time.Duration) {
 	s.lastSent = now
@@ -197,8 +207,9 @@ func (s *Slave) Tick(now time.Duration) {
 			s.exit(fmt.Errorf("%w within %s", ErrNoMaster, t.JoinTimeout))
 			return
 		}
-		if now-s.lastSent >= t.RegisterEvery {
+		if now-s.lastSent >= s.registerWait {
 			s.register(now)
+			s.registerWait = min(2*s.registerWait, t.RegisterEvery)
 		}
 	case admitted, resuming:
 		switch {

@@ -153,7 +153,13 @@ func TestSlaveLifecycle(t *testing.T) {
 	if got := msg[*messages.Register](t, out.Messages, 0); *got != want || out.Messages[0].From != "s1" {
 		t.Fatalf("Start sends %+v from %q; want %+v from s1", *got, out.Messages[0].From, want)
 	}
-	wantShape(t, "Tick(0.9s)", r.at(0.9).tick().Messages, "")
+	// Unanswered, it registers again soon (a master may not listen yet),
+	// then ever less often: after RegisterEvery/16, then 1/8, 1/4, ...
+	wantShape(t, "Tick(0.05s)", r.at(0.05).tick().Messages, "")
+	wantShape(t, "Tick(0.07s)", r.at(0.07).tick().Messages, "master register")
+	wantShape(t, "Tick(0.15s)", r.at(0.15).tick().Messages, "")
+	wantShape(t, "Tick(0.2s)", r.at(0.2).tick().Messages, "master register")
+	wantShape(t, "Tick(0.4s)", r.at(0.4).tick().Messages, "")
 	wantShape(t, "Tick(1s)", r.at(1).tick().Messages, "master register")
 	wantShape(t, "Admission", r.at(1.1).recv(MasterName, &messages.Admission{Slave: "s1", Process: testProcess, Outcome: messages.Admitted}).Messages, "")
 	if r.s.Assigned() != nil {
@@ -352,6 +358,11 @@ func TestSlaveTimeouts(t *testing.T) {
 			r := newSlaveRig(t, testStages(1, 1))
 			r.s.Start(0)
 			r.s.Ready()
+			// Its first repeats come sooner: after 1/16 of RegisterEvery,
+			// 1/8, 1/4, 1/2, then every RegisterEvery.
+			for _, at := range []float64{0.07, 0.2, 0.45, 0.95} {
+				wantShape(t, fmt.Sprintf("Tick(%gs)", at), r.at(at).tick().Messages, "master register")
+			}
 			r.at(1)
 			tc.setup(r)
 			r.s.Ready()
