@@ -181,6 +181,14 @@ type Flow struct {
 	// CheckpointEvery is C, the windows between a slave's checkpoints; 0:
 	// none (reliability.checkpoint_every).
 	CheckpointEvery int
+	// InLinks and OutLinks count the slave's links from its producers and
+	// to its consumers (its Assign's Upstream and Downstream): more than
+	// one where a neighbouring stage group has replicas, each link with its
+	// own credit and its own kept windows. 0 counts as 1.
+	InLinks, OutLinks int
+	// Replicas is the replicas of the slave's stage group: with more than
+	// one, it sends its parameters to their averages and receives the mean.
+	Replicas int
 	// Wire says messages travel encoded, in fragments (over NATS): each is
 	// copied into its encoding and its fragments on the way out, and
 	// reassembled and decoded on the way in. Otherwise (memnet) a message
@@ -237,25 +245,36 @@ func (f Flow) storedCheckpoints(i int, total int64) int64 {
 
 // SlaveMemory estimates what the slave of RBM_i holds in the pipelined
 // schedule of f: RBM_i and its trainer (TrainerMemory); the windows of K
-// mini-batches of L_{i-1} values its credit lets wait; for i < L the
-// middle results it keeps for RBM_{i+1} to ask for again, with the one it
-// trains and the one waiting for credit; and a checkpoint on its way (a
+// mini-batches of L_{i-1} values its credit lets wait (on each link in);
+// for i < L the middle results it keeps for RBM_{i+1} to ask for again (on
+// each link out), with the one it trains and the one waiting for credit;
+// a stage replica's parameters on their way to the average and the mean
+// coming back; and a checkpoint on its way (a
 // snapshot of W_i, its biases and their momentum), or without checkpoints
 // over the wire the trained weights on their way.
 func (c StageConfig) SlaveMemory(f Flow) Memory {
 	m := c.TrainerMemory()
 	i, total := c.Index, c.runWindows(f.Rows)
+	inLinks, outLinks := int64(max(f.InLinks, 1)), int64(max(f.OutLinks, 1))
 	in := min(f.credits(i), total)
 	if f.Wire {
 		in++ // the next window, reassembled from its fragments
 	}
-	m.Add(fmt.Sprintf("windows of %d mini-batches of L_%d (RBM_%d's input, %d credits)", c.K, i-1, i, f.credits(i)), mulSat(in, c.window(f.Rows, c.Visible)))
+	in = min(mulSat(in, inLinks), total)
+	m.Add(fmt.Sprintf("windows of %d mini-batches of L_%d (RBM_%d's input, %d credits on each of %d links)", c.K, i-1, i, f.credits(i), inLinks), mulSat(in, c.window(f.Rows, c.Visible)))
 	if i < f.RBMs {
-		out := addSat(f.kept(i+1, total), 2)
+		out := addSat(min(mulSat(f.kept(i+1, total), outLinks), total), 2)
 		if f.Wire {
 			out = addSat(out, 2) // a window's encoding and its fragments
 		}
-		m.Add(fmt.Sprintf("middle results of RBM_%d (windows kept for RBM_%d to ask for again)", i, i+1), mulSat(out, c.window(f.Rows, c.Hidden)))
+		m.Add(fmt.Sprintf("middle results of RBM_%d (windows kept for RBM_%d to ask for again, on %d links)", i, i+1, outLinks), mulSat(out, c.window(f.Rows, c.Hidden)))
+	}
+	if f.Replicas > 1 {
+		copies := int64(2)
+		if f.Wire {
+			copies = 6 // each with its encoding and fragments
+		}
+		m.Add(fmt.Sprintf("RBM_%d's parameters for its %d replicas' average, and their mean", i, f.Replicas), vals(mulSat(copies, c.params())))
 	}
 	copies := int64(0)
 	what := ""

@@ -148,6 +148,16 @@ func TestSlaveMemoryParts(t *testing.T) {
 	if got := c.SlaveMemory(f).Total(); got != want {
 		t.Errorf("over the wire, 1 credit: %d; want %d\n%v", got, want, c.SlaveMemory(f))
 	}
+	// A producer dealing to two replicas keeps windows for each; a
+	// consumer gathering from two lets each's credit wait; a replica holds
+	// its parameters on their way to the average and the mean back.
+	f.LinkCredits = nil
+	f.InLinks, f.OutLinks, f.Replicas = 2, 2, 2
+	want = trainer + 10*win(784) + (2*21+4)*win(500) + 6*p + 6*p
+	if got := c.SlaveMemory(f).Total(); got != want {
+		t.Errorf("over the wire, 2 links each way, 2 replicas: %d; want %d\n%v", got, want, c.SlaveMemory(f))
+	}
+	f.InLinks, f.OutLinks, f.Replicas = 0, 0, 0
 	// The top RBM keeps no middle results.
 	top := StageConfig{Index: 3, Visible: 500, Hidden: 2000, BatchSize: 256, K: 10, Epochs: 20}
 	for _, part := range top.SlaveMemory(f).Parts {

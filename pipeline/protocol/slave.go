@@ -392,7 +392,8 @@ func (s *Slave) assigned(now time.Duration, a *messages.Assign) {
 	}
 	s.log.Info("assigned", "visible", a.Visible, "hidden", a.Hidden, "upstream", a.Upstream, "downstream", a.Downstream, "replicas", a.Replicas, "resume", a.Resume)
 	if s.cfg.Fits != nil {
-		f := pipeline.Flow{RBMs: a.RBMs, Rows: a.RowsPerEpoch, Credits: a.Credits, CheckpointEvery: a.CheckpointEvery}
+		f := pipeline.Flow{RBMs: a.RBMs, Rows: a.RowsPerEpoch, Credits: a.Credits, CheckpointEvery: a.CheckpointEvery,
+			InLinks: len(a.Upstream), OutLinks: len(a.Downstream), Replicas: a.Replicas}
 		if err := s.cfg.Fits(cfg, f); err != nil {
 			s.fail(fmt.Errorf("assignment: %w", err))
 			return

@@ -955,7 +955,8 @@ func TestSlaveRefusesWhatItCannotHold(t *testing.T) {
 	if e := msg[*messages.Error](t, out.Messages, 0); e.Stopped || e.RBM != 1 || e.Text != "assignment: RBM_1 needs 9 GiB, this machine has 1 GiB" {
 		t.Errorf("error %+v; want RBM 1's assignment refused, with the reason", *e)
 	}
-	if want := (pipeline.Flow{RBMs: 2, Rows: testRows, Credits: 2, CheckpointEvery: 3}); !reflect.DeepEqual(got, want) {
+	// One link each way (master in, s2 out), one replica.
+	if want := (pipeline.Flow{RBMs: 2, Rows: testRows, Credits: 2, CheckpointEvery: 3, InLinks: 1, OutLinks: 1, Replicas: 1}); !reflect.DeepEqual(got, want) {
 		t.Errorf("Fits saw flow %+v; want %+v", got, want)
 	}
 	if out.Job != nil {
