@@ -134,6 +134,9 @@ type Master struct {
 	slaves   int                 // the seats of all RBMs
 	weights  []*messages.Weights // weights[i] is RBM_i's, once every replica finished
 	averages []*averaging        // averages[i]: RBM_i's replicas' averages; nil without replicas
+	// announced[i] is the epochs of RBM_i the Observer's Epoch hook was
+	// told of: of replicas, those every replica finished.
+	announced []int
 	loading  int                 // checkpoints being loaded before the run starts
 	starts   map[Seat]*messages.Checkpoint
 
@@ -168,7 +171,7 @@ func NewMaster(cfg MasterConfig) (*Master, error) {
 	}
 	m := &Master{
 		cfg: cfg, log: cfg.Logger, L: L, seats: make([][]*seat, L+1), weights: make([]*messages.Weights, L+1),
-		averages: make([]*averaging, L+1), starts: map[Seat]*messages.Checkpoint{},
+		averages: make([]*averaging, L+1), announced: make([]int, L+1), starts: map[Seat]*messages.Checkpoint{},
 	}
 	for i := 1; i <= L; i++ {
 		r := cfg.Replicas[i-1]
@@ -445,13 +448,6 @@ func (m *Master) reporter(now time.Duration, e Envelope) (*seat, bool) {
 
 func (m *Master) status(s *seat, msg *messages.Status) {
 	i := s.at.RBM
-	st := m.cfg.Stages[i-1]
-	stats := pipeline.Stats{
-		Index: i, Epoch: msg.Epoch, Batches: msg.Batches, Recon: msg.ReconErrors, LastRecon: msg.ReconError,
-		Rows: msg.Batches * st.BatchSize, Busy: Seconds(msg.BusySeconds),
-		WaitInput: Seconds(msg.WaitSeconds), State: LocalState(msg.State), Worker: msg.Slave,
-		Rejected: msg.Rejected.Total(),
-	}
 	if msg.Rejected.Total() > s.rejected.Total() {
 		// Duplicates and gaps come with resends, after a loss; the rest is
 		// input nobody should have sent.
@@ -461,21 +457,61 @@ func (m *Master) status(s *seat, msg *messages.Status) {
 		}
 		log("a slave dropped messages on its input", "slave", s.slave, "rbm", i, "rejected", msg.Rejected.String())
 	}
-	s.batches, s.rejected = msg.Batches, msg.Rejected
+	s.batches, s.rejected, s.status = msg.Batches, msg.Rejected, msg
 	s.confirmed, s.from = true, nil
 	if up, down := m.neighbours(s.at); !slices.Equal(msg.Upstream, up) || !slices.Equal(msg.Downstream, down) {
 		m.send(s.slave, m.assignment(s)) // a relink lost on the way
 	}
+	stats, epochs := m.progress(i)
 	h := m.cfg.Observer.Hooks
 	if h.Window != nil {
 		h.Window(stats)
 	}
-	if len(msg.ReconErrors) > s.epochs {
-		s.epochs = len(msg.ReconErrors)
+	if epochs > m.announced[i] {
+		m.announced[i] = epochs
 		if h.Epoch != nil {
 			h.Epoch(stats)
 		}
 	}
+}
+
+// progress returns RBM_i's progress as its slaves last reported it, and
+// the epochs it finished. Of replicas, which train every r-th window: one
+// RBM training their windows, as Trained reports it at the end (their
+// mini-batches and rows summed, the epoch those make, the longest busy
+// and waiting times, the first replica's reconstruction errors, training
+// while any replica trains), and the epochs every replica finished.
+func (m *Master) progress(i int) (pipeline.Stats, int) {
+	st := m.cfg.Stages[i-1]
+	seats := m.seats[i]
+	stats := pipeline.Stats{Index: i, Worker: strings.Join(m.names(i), "+")}
+	epochs := -1
+	for k, s := range seats {
+		msg := s.status
+		if msg == nil {
+			epochs = 0
+			continue
+		}
+		if k == 0 || stats.Recon == nil {
+			stats.Recon, stats.LastRecon, stats.State = msg.ReconErrors, msg.ReconError, LocalState(msg.State)
+		}
+		if LocalState(msg.State) == pipeline.Training {
+			stats.State = pipeline.Training
+		}
+		stats.Epoch = msg.Epoch
+		stats.Batches += msg.Batches
+		stats.Busy = max(stats.Busy, Seconds(msg.BusySeconds))
+		stats.WaitInput = max(stats.WaitInput, Seconds(msg.WaitSeconds))
+		stats.Rejected += msg.Rejected.Total()
+		if epochs < 0 || len(msg.ReconErrors) < epochs {
+			epochs = len(msg.ReconErrors)
+		}
+	}
+	stats.Rows = stats.Batches * st.BatchSize
+	if len(seats) > 1 {
+		stats.Epoch = min(stats.Batches/pipeline.BatchesPerEpoch(m.cfg.N, st.BatchSize), st.Epochs)
+	}
+	return stats, max(epochs, 0)
 }
 
 // maybeRun starts the run once every seat's slave has joined and the

@@ -1325,3 +1325,52 @@ func TestLinkCredits(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicasProgressAsOneRBM: the Observer sees an RBM trained by stage
+// replicas as one RBM, as Trained reports it at the end: the replicas'
+// mini-batches summed and the epoch they make, its slaves' names joined,
+// training while any replica trains, and each epoch announced once, when
+// every replica finished it.
+func TestReplicasProgressAsOneRBM(t *testing.T) {
+	t.Parallel()
+	r := newMasterRig(t, 2, 2, 0, func(c *MasterConfig) {
+		c.Replicas, c.SyncEvery = []int{1, 2}, 1
+		c.Seating = map[string]Seat{"s1": {RBM: 1}, "a": {RBM: 2, Replica: 0}, "b": {RBM: 2, Replica: 1}}
+	})
+	r.m.Start(0)
+	r.m.Ready()
+	for _, name := range []string{"s1", "a", "b"} {
+		r.register(name, 1)
+	}
+	per := pipeline.BatchesPerEpoch(testRows, r.stage(2).BatchSize)
+	report := func(slave string, batches int, state messages.State, recon ...float64) pipeline.Stats {
+		t.Helper()
+		st := r.status(2, slave, batches)
+		st.State, st.ReconErrors, st.BusySeconds = state, recon, float64(batches)
+		st.Replica = r.cfg.Seating[slave].Replica
+		r.recv(slave, st)
+		if len(r.windows) == 0 {
+			t.Fatalf("%s's report reached no Window hook", slave)
+		}
+		return r.windows[len(r.windows)-1]
+	}
+	if per < 2 {
+		t.Fatalf("%d mini-batches an epoch; the test wants 2 or more", per)
+	}
+	s := report("a", per-1, messages.StateTraining, 0.5)
+	if s.Index != 2 || s.Worker != "a+b" || s.Batches != per-1 || s.Epoch != 0 || len(r.epochs) != 0 {
+		t.Fatalf("after a's report: %+v and %d epochs announced; want RBM 2 on a+b, %d batches of epoch 0, none announced", s, len(r.epochs), per-1)
+	}
+	s = report("b", per, messages.StateWaitingAverage, 0.6)
+	if s.Batches != 2*per-1 || s.Rows != (2*per-1)*r.stage(2).BatchSize || s.Epoch != 1 || s.State != pipeline.Training ||
+		s.Busy != Seconds(float64(per)) || len(s.Recon) != 1 || s.Recon[0] != 0.5 {
+		t.Errorf("after b's report: %+v; want %d batches in all, epoch 1, training (a trains), b's busy seconds (the longest), a's errors", s, 2*per-1)
+	}
+	if len(r.epochs) != 1 || r.epochs[0].Batches != 2*per-1 {
+		t.Errorf("epochs announced %+v; want the first, once, when both replicas finished it", r.epochs)
+	}
+	report("a", per, messages.StateTraining, 0.5)
+	if len(r.epochs) != 1 {
+		t.Errorf("%d epochs announced after a's next report; want still 1", len(r.epochs))
+	}
+}

@@ -24,9 +24,9 @@ type seat struct {
 	// a repeated registration gets the assignment again, with from.
 	confirmed bool
 	from      *messages.Checkpoint
-	seen      time.Duration // the last word of the slave
-	batches   int           // the mini-batches it last reported
-	epochs    int           // the epochs it last reported finished
+	seen      time.Duration    // the last word of the slave
+	batches   int              // the mini-batches it last reported
+	status    *messages.Status // its last report
 	rejected  messages.Rejections
 	lost      *vacancy // the slave was lost; a replacement is awaited
 	// replacement names the slave that takes over from a lost one while
