@@ -137,8 +137,8 @@ type Master struct {
 	// announced[i] is the epochs of RBM_i the Observer's Epoch hook was
 	// told of: of replicas, those every replica finished.
 	announced []int
-	loading  int                 // checkpoints being loaded before the run starts
-	starts   map[Seat]*messages.Checkpoint
+	loading   int // checkpoints being loaded before the run starts
+	starts    map[Seat]*messages.Checkpoint
 
 	src   *pipeline.Source
 	feed  *Dealer
