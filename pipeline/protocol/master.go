@@ -475,45 +475,6 @@ func (m *Master) status(s *seat, msg *messages.Status) {
 	}
 }
 
-// progress returns RBM_i's progress as its slaves last reported it, and
-// the epochs it finished. Of replicas, which train every r-th window: one
-// RBM training their windows, as Trained reports it at the end (their
-// mini-batches and rows summed, the epoch those make, the longest busy
-// and waiting times, the first replica's reconstruction errors, training
-// while any replica trains), and the epochs every replica finished.
-func (m *Master) progress(i int) (pipeline.Stats, int) {
-	st := m.cfg.Stages[i-1]
-	seats := m.seats[i]
-	stats := pipeline.Stats{Index: i, Worker: strings.Join(m.names(i), "+")}
-	epochs := -1
-	for k, s := range seats {
-		msg := s.status
-		if msg == nil {
-			epochs = 0
-			continue
-		}
-		if k == 0 || stats.Recon == nil {
-			stats.Recon, stats.LastRecon, stats.State = msg.ReconErrors, msg.ReconError, LocalState(msg.State)
-		}
-		if LocalState(msg.State) == pipeline.Training {
-			stats.State = pipeline.Training
-		}
-		stats.Epoch = msg.Epoch
-		stats.Batches += msg.Batches
-		stats.Busy = max(stats.Busy, Seconds(msg.BusySeconds))
-		stats.WaitInput = max(stats.WaitInput, Seconds(msg.WaitSeconds))
-		stats.Rejected += msg.Rejected.Total()
-		if epochs < 0 || len(msg.ReconErrors) < epochs {
-			epochs = len(msg.ReconErrors)
-		}
-	}
-	stats.Rows = stats.Batches * st.BatchSize
-	if len(seats) > 1 {
-		stats.Epoch = min(stats.Batches/pipeline.BatchesPerEpoch(m.cfg.N, st.BatchSize), st.Epochs)
-	}
-	return stats, max(epochs, 0)
-}
-
 // maybeRun starts the run once every seat's slave has joined and the
 // checkpoints of a resumed run are loaded.
 func (m *Master) maybeRun(now time.Duration) {
