@@ -180,37 +180,19 @@ func checkValues(v *viper.Viper, defaults map[string]any) Problems {
 				problem("must be a duration, like 60s")
 			}
 		case kindInts:
-			items, ok := toList(val)
-			if !ok {
+			if ns, bad, ok := listOf(k, val, toInt, 1, "an integer"); ok {
+				ps = append(ps, bad...)
+				v.Set(k, ns)
+			} else {
 				problem("must be a list of integers")
-				continue
 			}
-			ns := make([]int, len(items))
-			for i, it := range items {
-				n, ok := toInt(it)
-				if !ok {
-					ps = append(ps, Problem{Key: fmt.Sprintf("%s[%d]", k, i), Value: it, Reason: "must be an integer"})
-					n = 1
-				}
-				ns[i] = n
-			}
-			v.Set(k, ns)
 		case kindFloats:
-			items, ok := toList(val)
-			if !ok {
+			if fs, bad, ok := listOf(k, val, toFloat, 1, "a number"); ok {
+				ps = append(ps, bad...)
+				v.Set(k, fs)
+			} else {
 				problem("must be a list of numbers")
-				continue
 			}
-			fs := make([]float64, len(items))
-			for i, it := range items {
-				f, ok := toFloat(it)
-				if !ok {
-					ps = append(ps, Problem{Key: fmt.Sprintf("%s[%d]", k, i), Value: it, Reason: "must be a number"})
-					f = 1
-				}
-				fs[i] = f
-			}
-			v.Set(k, fs)
 		case kindMaps:
 			items, ok := val.([]any)
 			if !ok {
@@ -228,6 +210,27 @@ func checkValues(v *viper.Viper, defaults map[string]any) Problems {
 		}
 	}
 	return append(ps, decodeEnums(v)...)
+}
+
+// listOf returns the list val holds, each item converted by to, with a
+// problem for each item it refuses (key[i], which gets stand-in), and false
+// when val is no list at all.
+func listOf[T any](key string, val any, to func(any) (T, bool), standIn T, what string) ([]T, Problems, bool) {
+	items, ok := toList(val)
+	if !ok {
+		return nil, nil, false
+	}
+	var ps Problems
+	out := make([]T, len(items))
+	for i, it := range items {
+		x, ok := to(it)
+		if !ok {
+			ps = append(ps, Problem{Key: fmt.Sprintf("%s[%d]", key, i), Value: it, Reason: "must be " + what})
+			x = standIn
+		}
+		out[i] = x
+	}
+	return out, ps, true
 }
 
 // toInt returns the integer val holds: an integer, a float without a
