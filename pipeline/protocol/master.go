@@ -448,16 +448,16 @@ func (m *Master) reporter(now time.Duration, e Envelope) (*seat, bool) {
 
 func (m *Master) status(s *seat, msg *messages.Status) {
 	i := s.at.RBM
-	if msg.Rejected.Total() > s.rejected.Total() {
+	if before := s.rejections(); msg.Rejected.Total() > before.Total() {
 		// Duplicates and gaps come with resends, after a loss; the rest is
 		// input nobody should have sent.
 		log := m.log.Warn
-		if suspicious(msg.Rejected) == suspicious(s.rejected) {
+		if suspicious(msg.Rejected) == suspicious(before) {
 			log = m.log.Info
 		}
 		log("a slave dropped messages on its input", "slave", s.slave, "rbm", i, "rejected", msg.Rejected.String())
 	}
-	s.batches, s.rejected, s.status = msg.Batches, msg.Rejected, msg
+	s.batches, s.status = msg.Batches, msg
 	s.confirmed, s.from = true, nil
 	if up, down := m.neighbours(s.at); !slices.Equal(msg.Upstream, up) || !slices.Equal(msg.Downstream, down) {
 		m.send(s.slave, m.assignment(s)) // a relink lost on the way
@@ -659,7 +659,7 @@ func (m *Master) Trained() []Trained {
 		slave := strings.Join(m.names(i), "+")
 		var rejected messages.Rejections
 		for _, s := range m.seats[i] {
-			for reason, n := range s.rejected {
+			for reason, n := range s.rejections() {
 				rejected[reason] += n
 			}
 		}

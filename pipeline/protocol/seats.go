@@ -29,8 +29,7 @@ type seat struct {
 	seen      time.Duration    // the last word of the slave
 	batches   int              // the mini-batches it last reported
 	status    *messages.Status // its last report
-	rejected  messages.Rejections
-	lost      *vacancy // the slave was lost; a replacement is awaited
+	lost      *vacancy         // the slave was lost; a replacement is awaited
 	// replacement names the slave that takes over from a lost one while
 	// its checkpoint loads.
 	replacement string
@@ -107,6 +106,14 @@ func (m *Master) names(i int) []string {
 		names[k] = s.slave
 	}
 	return names
+}
+
+// rejections returns the inputs the seat's slave last reported dropped.
+func (s *seat) rejections() messages.Rejections {
+	if s.status == nil {
+		return messages.Rejections{}
+	}
+	return s.status.Rejected
 }
 
 // progress returns RBM_i's progress as its slaves last reported it, and
