@@ -329,3 +329,39 @@ func (g *inMasterGroup) wait() {
 	g.once.Do(func() { close(g.done) })
 	<-g.done
 }
+
+// PlanLocal returns the plan a pipelined run of cfg would lay its local
+// slaves out by, and what it predicts, without training: `master plan`.
+// It reads the training data for its number of examples and measures this
+// machine's CD-1 speed, as the run does. Slaves started by hand
+// (cluster.slaves > 0) are planned only once they join and report their
+// speeds, and greedy and in-process runs have no plan: each is an error
+// naming its key.
+func PlanLocal(cfg *config.Config) (*PlanResult, error) {
+	var key string
+	var val any
+	var reason string
+	switch cl := cfg.Cluster; {
+	case cfg.Pretrain.Mode != config.Pipelined:
+		key, val, reason = "pretrain.mode", cfg.Pretrain.Mode, "greedy pre-training has no plan: it trains every RBM in one process; plan a pipelined run"
+	case cl.Transport == config.Memory:
+		key, val, reason = "cluster.transport", cl.Transport, "the in-process transport trains every RBM in the master, unplanned; plan a run over nats"
+	case cl.Slaves > 0:
+		key, val, reason = "cluster.slaves", cl.Slaves, "slaves started by hand are planned once they join and report their speeds; `master plan` plans local slaves (cluster.slaves: 0)"
+	}
+	if key != "" {
+		return nil, fmt.Errorf("config %s: %s = %v: %s", cfg.File, key, val, reason)
+	}
+	if err := CheckLimits(cfg, hclog.NewNullLogger()); err != nil {
+		return nil, err
+	}
+	train, _, err := LoadData(cfg)
+	if err != nil {
+		return nil, err
+	}
+	lay, err := layoutLocal(cfg, Stages(cfg, train.N), train.N)
+	if err != nil {
+		return nil, err
+	}
+	return lay.result(nil), nil
+}

@@ -3,6 +3,7 @@
 //
 //	master run   --config FILE [--set key=value]... [--out DIR] [--http ADDR]
 //	master sweep --config FILE [--out DIR] [--http ADDR]
+//	master plan  --config FILE [--set key=value]...
 //	master predict   --run DIR --in X --out P.npy [--labels]
 //	master transform --run DIR --in X --out H.npy [--layer N] [--finetuned]
 //
@@ -39,6 +40,7 @@ import (
 const usage = `usage:
   master run   --config FILE [--set key=value]... [--out DIR] [--http ADDR]   one experiment (greedy or pipelined)
   master sweep --config FILE [--out DIR] [--http ADDR]                         a grid of experiments + a report
+  master plan  --config FILE [--set key=value]...                              the local slaves' plan, predicted, without training
   master predict   --run DIR --in X --out P.npy [--labels]                     class probabilities (master predict -h)
   master transform --run DIR --in X --out H.npy [--layer N] [--finetuned]      hidden activations (master transform -h)
 
@@ -114,7 +116,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	httpAddr := fs.String("http", "", "serve the status page, /api/status and /metrics on `ADDR` (host:port; port 0: a free one; \"\": nothing); overrides monitor.http")
 	var overrides sets
 	switch cmd {
-	case "run":
+	case "run", "plan":
 		fs.Var(&overrides, "set", "override one config value, `key=value` (repeatable)")
 	case "sweep":
 	case "-h", "--help", "help":
@@ -142,6 +144,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	cfg, err := config.Load(*cfgPath, overrides)
 	if err != nil {
 		return err
+	}
+	if cmd == "plan" {
+		p, err := dbn.PlanLocal(cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Fprint(stderr, p.Text)
+		return nil
 	}
 	httpSource := ""
 	if flagGiven(fs, "http") {
