@@ -65,7 +65,7 @@ func WriteReport(plan *SweepPlan, rows []SweepRow, regenerate string) ([]string,
 	a.speedup(&md, addPlot)
 	a.timeGoes(&md, addPlot)
 	a.simulate(&md, addPlot)
-	a.plans(&md)
+	a.plans(&md, addPlot)
 	a.accuracy(&md, addPlot)
 	a.recon(&md, addPlot)
 	a.errorRatios(&md)
@@ -74,7 +74,7 @@ func WriteReport(plan *SweepPlan, rows []SweepRow, regenerate string) ([]string,
 	a.paired(&md, addPlot)
 	a.runList(&md)
 
-	for _, name := range []string{plotTime, plotSpeedup, plotAccuracy, plotRecon, plotProbe, plotAxis, plotBusy, plotSim, plotPaired} {
+	for _, name := range []string{plotTime, plotSpeedup, plotAccuracy, plotRecon, plotProbe, plotAxis, plotBusy, plotSim, plotPaired, plotPlans} {
 		path := filepath.Join(plan.Dir, name)
 		png, ok := plots[name]
 		if !ok {

@@ -1,11 +1,20 @@
 package experiments
 
 import (
+	"cmp"
 	"fmt"
+	"iter"
+	"math"
+	"slices"
 	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
 
 	"github.com/pipedbn/pipedbn/dbn"
 )
+
+const plotPlans = "plans.png"
 
 // plans writes, for every finished pipelined run that followed a plan of
 // the planner (its local slaves laid out by cluster.plan), the plan beside
@@ -13,8 +22,9 @@ import (
 // paired with, and its efficiency. The measured efficiency over the
 // plan's is the measured speed-up over the predicted one, for both count
 // the same machines.
-func (a *analysis) plans(md *strings.Builder) {
+func (a *analysis) plans(md *strings.Builder, add plotAdder) {
 	var rows []string
+	var points []planPoint
 	for i := range a.rows {
 		r := &a.rows[i]
 		if r.Status != RunDone || r.Result == nil || r.Result.Plan == nil {
@@ -28,6 +38,8 @@ func (a *analysis) plans(md *strings.Builder) {
 			if p.PredictedSpeedUp > 0 {
 				efficiency = fmt.Sprintf("%.2f", s*p.PredictedEfficiency/p.PredictedSpeedUp)
 				ofPlan = fmt.Sprintf("%.2f", s/p.PredictedSpeedUp)
+				points = append(points, planPoint{strategy: p.Strategy, machines: math.Round(1e6*p.PredictedSpeedUp/p.PredictedEfficiency) / 1e6,
+					predicted: p.PredictedSpeedUp, measured: s})
 			}
 		}
 		measuredOverPredicted := "–"
@@ -57,6 +69,98 @@ func (a *analysis) plans(md *strings.Builder) {
 	for _, row := range rows {
 		md.WriteString(row)
 	}
+	if machines := distinct(points); len(machines) > 1 {
+		png, err := plansPlot(points)
+		md.WriteString("\nIn `plans.png`: speed-up over greedy and efficiency against the plan's machines (in fastest " +
+			"machines), as the planner predicted them and as measured (the mean of the repeats), per strategy; the dashed line is the ideal.\n")
+		add(plotPlans, "speed-up and efficiency of the plans, predicted and measured, against their machines", png, err)
+	}
+}
+
+// planPoint is one pipelined run's plan: its strategy, the capacity of its
+// machines, and its speed-up, predicted and measured.
+type planPoint struct {
+	strategy                      string
+	machines, predicted, measured float64
+}
+
+// distinct returns the machine counts of points, sorted, each once.
+func distinct(points []planPoint) []float64 {
+	var ms []float64
+	for _, p := range points {
+		ms = append(ms, p.machines)
+	}
+	slices.Sort(ms)
+	return slices.Compact(ms)
+}
+
+// plansPlot draws two panels: speed-up and efficiency against machines,
+// one predicted and one measured line per strategy (the mean of the runs
+// of a strategy on as many machines), and the ideal.
+func plansPlot(points []planPoint) ([]byte, error) {
+	slices.SortStableFunc(points, func(a, b planPoint) int {
+		return cmp.Or(strings.Compare(a.strategy, b.strategy), cmp.Compare(a.machines, b.machines))
+	})
+	speed := newPlot("speed-up over greedy", "machines", "speed-up", true)
+	eff := newPlot("efficiency", "machines", "speed-up / machines", true)
+	ms := distinct(points)
+	ideal := series{name: "ideal", xs: ms, ys: ms, dashed: true}
+	var ss, es []series
+	for k, group := range slices.Collect(groupBy(points)) {
+		pred := series{name: group[0].strategy + ", predicted", style: 2 * k}
+		meas := series{name: group[0].strategy + ", measured", style: 2*k + 1}
+		for j := 0; j < len(group); {
+			m, n, sum := group[j].machines, 0, 0.0
+			for ; j < len(group) && group[j].machines == m; j++ {
+				sum += group[j].measured
+				n++
+			}
+			pred.xs, pred.ys = append(pred.xs, m), append(pred.ys, group[j-1].predicted)
+			meas.xs, meas.ys = append(meas.xs, m), append(meas.ys, sum/float64(n))
+		}
+		ss = append(ss, pred, meas)
+		es = append(es, perMachine(pred), perMachine(meas))
+	}
+	if err := addSeries(speed, append(ss, ideal)); err != nil {
+		return nil, err
+	}
+	one := series{name: "ideal", xs: ms, ys: slices.Repeat([]float64{1}, len(ms)), dashed: true}
+	if err := addSeries(eff, append(es, one)); err != nil {
+		return nil, err
+	}
+	for _, p := range []*plot.Plot{speed, eff} {
+		p.X.Tick.Marker = integerTicks{}
+		p.Legend.Top, p.Legend.Left = true, true
+		padX(p)
+	}
+	eff.Y.Min = 0
+	return renderGrid([][]*plot.Plot{{speed, eff}}, 10*vg.Centimeter, 8*vg.Centimeter)
+}
+
+// groupBy yields the runs of points (sorted by strategy) of one strategy.
+func groupBy(points []planPoint) iter.Seq[[]planPoint] {
+	return func(yield func([]planPoint) bool) {
+		for i := 0; i < len(points); {
+			j := i
+			for j < len(points) && points[j].strategy == points[i].strategy {
+				j++
+			}
+			if !yield(points[i:j]) {
+				return
+			}
+			i = j
+		}
+	}
+}
+
+// perMachine is s divided by its machines: speed-up turned efficiency.
+func perMachine(s series) series {
+	out := s
+	out.ys = make([]float64, len(s.ys))
+	for i := range s.ys {
+		out.ys[i] = s.ys[i] / s.xs[i]
+	}
+	return out
 }
 
 // planText renders a plan's groups as "1 [0.45] · 2 [0.225] · 3x2 [0.45, 0.45]".

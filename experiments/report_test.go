@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -546,5 +547,53 @@ sweep:
 	want := "| mode=pipelined_r1 | 1 [0.5] · 2 [0.25] · 3x2 [0.5, 0.5] | 40.0 | 50.0 | 1.25 | 2.50 | 2.00 | 0.50 | 0.40 | 0.80 |"
 	if !strings.Contains(md, "## Plans: predicted and measured") || !strings.Contains(md, want) {
 		t.Errorf("report.md lacks the plans section's row %q:\n%s", want, md)
+	}
+	if _, err := os.Stat(filepath.Join(p.Dir, plotPlans)); !os.IsNotExist(err) || strings.Contains(md, plotPlans) {
+		t.Errorf("one machine count drew %s (%v); it needs two", plotPlans, err)
+	}
+}
+
+// TestWriteReportPlansPlot: a sweep over machine counts draws the plans'
+// speed-up and efficiency against their machines, predicted and measured.
+func TestWriteReportPlansPlot(t *testing.T) {
+	t.Parallel()
+	p := plan(t, writeConfig(t, `
+data: {source: synthetic}
+dbn: {layers: [16, 8, 6, 4]}
+pretrain: {epochs: 1}
+finetune: {epochs: 0}
+cluster: {cpus_per_worker: 0.25, max_replicas: 4}
+sweep:
+  vary:
+    - key: pretrain.mode
+      values: [greedy, pipelined]
+    - key: cluster.local_slaves
+      values: [2, 4]
+`))
+	rows := fabricate(t, p)
+	for _, r := range rows {
+		if r.Config.Pretrain.Mode == config.Greedy {
+			r.Result.PretrainSeconds = 100
+			continue
+		}
+		m := float64(r.Config.Cluster.LocalSlaves)
+		r.Result.PretrainSeconds = 100 / (0.8 * m)
+		r.Result.Plan = &dbn.PlanResult{Strategy: "auto", PredictedSeconds: 100 / (0.9 * m), PredictedSpeedUp: 0.9 * m, PredictedEfficiency: 0.9,
+			Groups: []dbn.PlanGroup{{RBMs: []int{1, 2, 3}, Replicas: int(m), CPUs: slices.Repeat([]float64{0.25}, int(m))}}}
+	}
+	if _, err := WriteReport(p, rows, ""); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(p.Dir, "report.md"))
+	if !strings.Contains(string(b), "![speed-up and efficiency of the plans, predicted and measured, against their machines](plans.png)") {
+		t.Errorf("report.md does not show %s:\n%s", plotPlans, b)
+	}
+	png, err := os.ReadFile(filepath.Join(p.Dir, plotPlans))
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("%s: %d bytes, %v; want a PNG", plotPlans, len(png), err)
+	}
+	points := []planPoint{{"auto", 4, 3.6, 3.2}, {"auto", 2, 1.8, 1.6}, {"auto", 4, 3.6, 3.0}}
+	if got := distinct(points); !slices.Equal(got, []float64{2, 4}) {
+		t.Errorf("distinct = %v; want [2 4]", got)
 	}
 }
