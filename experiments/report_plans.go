@@ -130,10 +130,11 @@ func plansPlot(points []planPoint) ([]byte, error) {
 	}
 	for _, p := range []*plot.Plot{speed, eff} {
 		p.X.Tick.Marker = integerTicks{}
-		p.Legend.Top, p.Legend.Left = true, true
+		p.Legend.Left = true
 		padX(p)
 	}
-	eff.Y.Min = 0
+	speed.Legend.Top = true // efficiency falls from the top left
+	eff.Y.Min, eff.Y.Max = 0, 1.05
 	return renderGrid([][]*plot.Plot{{speed, eff}}, 10*vg.Centimeter, 8*vg.Centimeter)
 }
 
