@@ -79,6 +79,11 @@ func (m *Master) gather(i int) {
 	avg.Round = a.round
 	avg.Final = !slices.ContainsFunc(a.final, func(f int) bool { return f == 0 || f > a.round })
 	a.kept[a.round], a.last = avg, avg
+	if m.cfg.CheckpointEvery <= 0 {
+		// No replica restarts from a checkpoint: only this round's
+		// average may be asked for again, by a replica that lost it.
+		a.forget(a.round*m.cfg.SyncEvery, m.cfg.SyncEvery)
+	}
 	for r, in := range a.in {
 		if in != nil {
 			m.sendAverage(m.seats[i][r], avg)

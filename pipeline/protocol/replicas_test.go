@@ -173,3 +173,50 @@ func TestMeanWeighsReplicasByWindows(t *testing.T) {
 		}
 	}
 }
+
+// TestAveragesWithoutCheckpointsKeepOnlyTheLast: without checkpoints no
+// replica restarts from one, so the master keeps only the latest of an
+// RBM's averages, not one per round of the whole run, and still answers a
+// replica that asks for it again.
+func TestAveragesWithoutCheckpointsKeepOnlyTheLast(t *testing.T) {
+	t.Parallel()
+	r := newMasterRig(t, 2, 2, 0, func(c *MasterConfig) {
+		c.Replicas, c.SyncEvery = []int{1, 2}, 1
+		c.Seating = map[string]Seat{"s1": {RBM: 1}, "a": {RBM: 2, Replica: 0}, "b": {RBM: 2, Replica: 1}}
+	})
+	r.m.Start(0)
+	r.m.Ready()
+	for _, name := range []string{"s1", "a", "b"} {
+		r.register(name, 1)
+	}
+	st := r.stage(2)
+	params := func(replica, round int) *messages.Params {
+		p := &messages.Params{RunID: r.cfg.Run.ID, Incarnation: r.cfg.Run.Incarnation, RBM: 2, Replica: replica, Round: round, Windows: 1,
+			Visible: st.Visible, Hidden: st.Hidden, W: make([]float32, st.Visible*st.Hidden), A: make([]float32, st.Visible), B: make([]float32, st.Hidden)}
+		p.W[0] = float32(round)
+		return p
+	}
+	averages := func(out Output, to string) []*messages.Params {
+		var ps []*messages.Params
+		for _, e := range out.Messages {
+			if p, ok := e.Msg.(*messages.Params); ok && e.To == to {
+				ps = append(ps, p)
+			}
+		}
+		return ps
+	}
+	const rounds = 6
+	for round := 1; round <= rounds; round++ {
+		r.recv("a", params(0, round))
+		out := r.recv("b", params(1, round))
+		if got := averages(out, "b"); len(got) != 1 || got[0].Round != round || got[0].W[0] != float32(round) {
+			t.Fatalf("round %d: b got the averages %+v; want round %d's, W[0] = %d", round, got, round, round)
+		}
+		if kept := len(r.m.averages[2].kept); kept != 1 {
+			t.Fatalf("after round %d the master keeps %d averages; want 1, the latest", round, kept)
+		}
+	}
+	if got := averages(r.recv("a", params(0, rounds)), "a"); len(got) != 1 || got[0].Round != rounds {
+		t.Errorf("a asked again for round %d's average and got %+v; want it", rounds, got)
+	}
+}
