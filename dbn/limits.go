@@ -8,6 +8,7 @@ package dbn
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,12 +48,24 @@ func CheckLimits(cfg *config.Config, log hclog.Logger) error {
 	if len(cfg.DBN.Layers) < 2 {
 		return nil // no DBN to estimate: Validate refuses it
 	}
-	est := estimateRun(cfg)
+	est := estimateRun(cfg, nil)
 	lim, ok := memlimit.Here()
 	if err := est.check(cfg, lim, ok, log); err != nil {
 		return err
 	}
 	return checkMessages(cfg)
+}
+
+// checkPlanned is CheckLimits once the local slaves' plan is known, for a
+// plan with stage replicas (replicas[i-1]: RBM_i's): each replica is a
+// slave process of its own, and the master holds their checkpoints and
+// averages.
+func checkPlanned(cfg *config.Config, replicas []int, log hclog.Logger) error {
+	if slices.Max(replicas) <= 1 {
+		return nil
+	}
+	lim, ok := memlimit.Here()
+	return estimateRun(cfg, replicas).check(cfg, lim, ok, log)
 }
 
 // runEstimate is the memory of a run on this machine.
@@ -63,6 +76,9 @@ type runEstimate struct {
 	master           pipeline.Memory
 	slaves           []pipeline.Memory
 	inProcess, local bool
+	// replicas[i] is how many slaves train RBM_i+1 (stage replicas), each
+	// a process of its own where they are local; nil: one each.
+	replicas []int
 	// rbm is the largest RBM's worker (its Stage in greedy, else its
 	// slave): its index and its memory.
 	rbm    int
@@ -74,11 +90,19 @@ type runEstimate struct {
 func (e runEstimate) total() int64 {
 	t := e.master.Total()
 	if e.local {
-		for _, s := range e.slaves {
-			t = satAdd(t, s.Total())
+		for i, s := range e.slaves {
+			t = satAdd(t, satMul(s.Total(), int64(e.copies(i))))
 		}
 	}
 	return t
+}
+
+// copies is the number of slaves that train RBM_i+1.
+func (e runEstimate) copies(i int) int {
+	if i < len(e.replicas) {
+		return max(e.replicas[i], 1)
+	}
+	return 1
 }
 
 // largest is the largest part of what the run needs on this machine.
@@ -131,10 +155,10 @@ func dataSizes(cfg *config.Config) (train, test, classes int) {
 }
 
 // estimateRun estimates the memory of a `master run` of cfg.
-func estimateRun(cfg *config.Config) runEstimate {
+func estimateRun(cfg *config.Config, replicas []int) runEstimate {
 	nTrain, nTest, classes := dataSizes(cfg)
 	stages := StageConfigs(cfg)
-	var e runEstimate
+	e := runEstimate{replicas: replicas}
 	dataSet := pipeline.Memory{}
 	dataSet.Add("the data set", pipeline.Float32Bytes(nTrain+nTest, cfg.DBN.Layers[0]))
 	after := afterPretraining(cfg, stages, nTrain, classes)
@@ -154,6 +178,7 @@ func estimateRun(cfg *config.Config) runEstimate {
 		f := pipeline.Flow{
 			RBMs: len(stages), Rows: nTrain, Credits: cl.Credits,
 			CheckpointEvery: cfg.Reliability.CheckpointEvery, Wire: !e.inProcess,
+			RBMReplicas: replicas, SyncEvery: cl.SyncEvery,
 		}
 		for _, s := range stages {
 			f.LinkCredits = append(f.LinkCredits, protocol.LinkCredits(cl.Credits, s, nTrain))
@@ -162,8 +187,13 @@ func estimateRun(cfg *config.Config) runEstimate {
 		if f.CheckpointEvery > 0 && cfg.Reliability.SaveEvery > 0 {
 			pretraining.Add("refreshing weights.npz from the latest checkpoints", npzWriting(stages, nil))
 		}
-		for _, s := range stages {
-			m := s.SlaveMemory(f)
+		for i, s := range stages {
+			fs := f
+			fs.Replicas, fs.OutLinks = e.copies(i), e.copies(i+1)
+			if i > 0 {
+				fs.InLinks = e.copies(i - 1)
+			}
+			m := s.SlaveMemory(fs)
 			if !e.inProcess {
 				m.Add("the slave process itself", memlimit.ProcessOverhead)
 			}
@@ -296,7 +326,11 @@ func (e runEstimate) check(cfg *config.Config, lim memlimit.Limit, ok bool, log 
 		who = fmt.Sprintf("the master and its %s in this process (cluster.transport: memory)", plural(len(stages), "slave", "slaves"))
 		worker = "RBM_%d's slave (%dx%d)"
 	case e.local:
-		who = fmt.Sprintf("the master and its %s", plural(len(stages), "local slave process", "local slave processes"))
+		slaves := 0
+		for i := range stages {
+			slaves += e.copies(i)
+		}
+		who = fmt.Sprintf("the master and its %s", plural(slaves, "local slave process", "local slave processes"))
 		worker = "RBM_%d's slave (%dx%d)"
 	default:
 		who = "the master"

@@ -40,7 +40,7 @@ pretrain: {epochs: 2, batch_size: 100, k_batches: 2}
 reliability: {checkpoint_every: 2, save_every: 0s}
 finetune: {epochs: 1, batch_size: 100}
 `, tc.sets...)
-			est := estimateRun(cfg)
+			est := estimateRun(cfg, nil)
 			want := est.total() - memlimit.ProcessOverhead
 			var err error
 			got := heapprobe.Peak(func() { _, err = Run(context.Background(), cfg, Options{OutDir: t.TempDir()}) })
@@ -98,13 +98,13 @@ func TestCheckRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := loadConfig(t, body, tc.sets...)
-			err := estimateRun(cfg).check(cfg, lim, true, hclog.NewNullLogger())
+			err := estimateRun(cfg, nil).check(cfg, lim, true, hclog.NewNullLogger())
 			oneLine(t, err, append([]string{"config " + cfg.File + ": "}, tc.want...)...)
 		})
 	}
 	// A cgroup's limit is named by its file.
 	cfg := loadConfig(t, body, "pretrain.mode=greedy")
-	err := estimateRun(cfg).check(cfg, memlimit.Limit{Bytes: 1 << 30, From: "/sys/fs/cgroup/x/memory.max"}, true, nil)
+	err := estimateRun(cfg, nil).check(cfg, memlimit.Limit{Bytes: 1 << 30, From: "/sys/fs/cgroup/x/memory.max"}, true, nil)
 	oneLine(t, err, "; this process's cgroup allows 1.00 GiB (/sys/fs/cgroup/x/memory.max)")
 }
 
@@ -112,7 +112,7 @@ func TestCheckPasses(t *testing.T) {
 	t.Parallel()
 	for _, mode := range []string{"greedy", "pipelined"} {
 		cfg := loadConfig(t, "data: {source: synthetic}\ndbn: {layers: [784, 500, 500, 2000]}\n", "pretrain.mode="+mode)
-		est := estimateRun(cfg)
+		est := estimateRun(cfg, nil)
 		if err := est.check(cfg, memlimit.Limit{Bytes: 1 << 30, From: memlimit.MemAvailable}, true, hclog.NewNullLogger()); err != nil {
 			t.Errorf("%s: %v; want the default DBN on 2000 examples to fit 1 GiB", mode, err)
 		}
@@ -185,7 +185,7 @@ dbn: {layers: [784, 500, 500, 2000]}
 pretrain: {k_batches: 200}
 `)
 	window := int64(4 * 200 * 256 * 784)
-	for _, p := range estimateRun(cfg).slaves[0].Parts {
+	for _, p := range estimateRun(cfg, nil).slaves[0].Parts {
 		if strings.HasPrefix(p.What, "windows of 200 mini-batches of L_0") {
 			if !strings.Contains(p.What, "1 credits") || p.Bytes < 2*window || p.Bytes > 2*(window+4*784) {
 				t.Errorf("%s: %d B; want 1 credit, 2 windows of %d B", p.What, p.Bytes, window)
@@ -193,5 +193,37 @@ pretrain: {k_batches: 200}
 			return
 		}
 	}
-	t.Errorf("no input windows in RBM_1's estimate: %v", estimateRun(cfg).slaves[0])
+	t.Errorf("no input windows in RBM_1's estimate: %v", estimateRun(cfg, nil).slaves[0])
+}
+
+// TestEstimateCountsReplicas: once the plan gives RBM_3 four stage
+// replicas, the estimate counts three more slave processes of RBM_3 and the
+// master's share of the replicas: their checkpoints and their averages; a
+// limit the plan without replicas fits refuses the plan with them.
+func TestEstimateCountsReplicas(t *testing.T) {
+	t.Parallel()
+	cfg := loadConfig(t, "data: {source: synthetic, train_limit: 60000}\ndbn: {layers: [784, 500, 500, 2000]}\n",
+		"pretrain.mode=pipelined", "cluster.cpus_per_worker=0.45", "cluster.local_slaves=6", "cluster.max_replicas=4")
+	one, four := estimateRun(cfg, nil), estimateRun(cfg, []int{1, 1, 4})
+	params := int64(4 * (500*2000 + 500 + 2000))
+	var averages int64
+	for _, p := range four.master.Parts {
+		if p.What == "the averages of RBM_3's 4 replicas" {
+			averages = p.Bytes
+		}
+	}
+	// 4 gathered, at least one kept, the one arriving twice, the encoding
+	// out and the float64 sums.
+	if averages < 10*params {
+		t.Errorf("the master's averages of RBM_3's replicas: %d B; want at least %d (10 sets of parameters):\n%v", averages, 10*params, four.master)
+	}
+	slave3 := one.slaves[2].Total()
+	if grew := four.total() - one.total(); grew < 3*slave3+averages {
+		t.Errorf("the estimate grew by %d B with 4 replicas of RBM_3; want at least 3 more slaves of %d B and the averages, %d B", grew, slave3, averages)
+	}
+	lim := memlimit.Limit{Bytes: one.total() + (four.total()-one.total())/2, From: memlimit.MemAvailable}
+	if err := one.check(cfg, lim, true, hclog.NewNullLogger()); err != nil {
+		t.Errorf("without replicas: %v; want it to fit %d B", err, lim.Bytes)
+	}
+	oneLine(t, four.check(cfg, lim, true, nil), "config "+cfg.File+": dbn.layers = [784, 500, 500, 2000]: ", "the master and its 6 local slave processes about ")
 }

@@ -189,6 +189,11 @@ type Flow struct {
 	// Replicas is the replicas of the slave's stage group: with more than
 	// one, it sends its parameters to their averages and receives the mean.
 	Replicas int
+	// RBMReplicas is the master's view of the plan: RBMReplicas[i-1] the
+	// stage replicas of RBM_i (nil, or 0: one), whose checkpoints and
+	// averages the master holds, every SyncEvery windows.
+	RBMReplicas []int
+	SyncEvery   int
 	// Wire says messages travel encoded, in fragments (over NATS): each is
 	// copied into its encoding and its fragments on the way out, and
 	// reassembled and decoded on the way in. Otherwise (memnet) a message
@@ -209,6 +214,28 @@ func (f Flow) kept(j int, total int64) int64 {
 		return min(credits+1, total)
 	}
 	return min(addSat(addSat(credits+1, f.lag(j)), 2*int64(f.CheckpointEvery)), total)
+}
+
+// replicas returns the stage replicas of RBM_i in the master's view.
+func (f Flow) replicas(i int) int64 {
+	if i >= 1 && i <= len(f.RBMReplicas) {
+		return int64(max(f.RBMReplicas[i-1], 1))
+	}
+	return 1
+}
+
+// averages bounds the parameters the master holds for the averages of
+// RBM_i's r replicas: the r sets gathered for a round; the averages it
+// keeps, one per round since RBM_i's keep point (protocol's averaging), the
+// latest alone without checkpoints; the set arriving (its fragments and
+// its decoding) and the average's encoding on its way out. The mean's
+// float64 sums count as two more.
+func (f Flow) averages(i int, r, total int64) int64 {
+	rounds := int64(1)
+	if f.CheckpointEvery > 0 && f.SyncEvery > 0 {
+		rounds = addSat(f.kept(i, total)/int64(f.SyncEvery), 1)
+	}
+	return addSat(addSat(r, rounds), 5)
 }
 
 // credits returns the credits of the link into RBM_i.
@@ -295,7 +322,8 @@ func (c StageConfig) SlaveMemory(f Flow) Memory {
 // MasterMemory estimates what the master of the pipelined schedule of f
 // holds besides the data set: the windows of K mini-batches of data it
 // sends RBM_1 at once, new or again (RBM_1's credit), and per RBM_i its
-// checkpoints and its trained weights. Of the checkpoints it holds the latest (weights.npz is
+// checkpoints (each replica's), the averages of its replicas and its
+// trained weights. Of the checkpoints it holds the latest (weights.npz is
 // refreshed from it) and the encoding of the one it stores; in memory
 // (memnet, whose store is in memory) the stored ones too; over the wire
 // the fragments of the one arriving and its decoding (its store is
@@ -319,13 +347,20 @@ func MasterMemory(cfgs []StageConfig, f Flow) Memory {
 	// new ones.
 	m.Add(fmt.Sprintf("windows of %d mini-batches of data for RBM_1 (dealt anew when asked for again)", c1.K), mulSat(win, c1.window(f.Rows, c1.Visible)))
 	for _, c := range cfgs {
-		i := c.Index
+		i, r := c.Index, f.replicas(c.Index)
 		if f.CheckpointEvery > 0 {
 			n := int64(4)
 			if !f.Wire {
 				n = addSat(2, f.storedCheckpoints(i, total))
 			}
-			m.Add(fmt.Sprintf("RBM_%d's checkpoints (W_%d, biases and momentum)", i, i), vals(mulSat(mulSat(2, n), c.params())))
+			what := fmt.Sprintf("RBM_%d's checkpoints (W_%d, biases and momentum)", i, i)
+			if r > 1 {
+				what = fmt.Sprintf("the checkpoints of RBM_%d's %d replicas (W_%d, biases and momentum)", i, r, i)
+			}
+			m.Add(what, vals(mulSat(mulSat(mulSat(2, n), r), c.params())))
+		}
+		if r > 1 {
+			m.Add(fmt.Sprintf("the averages of RBM_%d's %d replicas", i, r), vals(mulSat(f.averages(i, r, total), c.params())))
 		}
 		m.Add(fmt.Sprintf("RBM_%d's trained W_%d", i, i), vals(mulSat(3, c.params())))
 	}
