@@ -61,7 +61,7 @@ func CheckLimits(cfg *config.Config, log hclog.Logger) error {
 // slave process of its own, and the master holds their checkpoints and
 // averages.
 func checkPlanned(cfg *config.Config, replicas []int, log hclog.Logger) error {
-	if slices.Max(replicas) <= 1 {
+	if len(replicas) == 0 || slices.Max(replicas) <= 1 {
 		return nil
 	}
 	lim, ok := memlimit.Here()

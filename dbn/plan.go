@@ -336,7 +336,8 @@ func (g *inMasterGroup) wait() {
 // machine's CD-1 speed, as the run does. Slaves started by hand
 // (cluster.slaves > 0) are planned only once they join and report their
 // speeds, and greedy and in-process runs have no plan: each is an error
-// naming its key.
+// naming its key. A plan that needs more memory than this machine has is
+// refused as the run would be.
 func PlanLocal(cfg *config.Config) (*PlanResult, error) {
 	var key string
 	var val any
@@ -361,6 +362,9 @@ func PlanLocal(cfg *config.Config) (*PlanResult, error) {
 	}
 	lay, err := layoutLocal(cfg, Stages(cfg, train.N), train.N)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkPlanned(cfg, lay.replicas(), hclog.NewNullLogger()); err != nil {
 		return nil, err
 	}
 	return lay.result(nil), nil
