@@ -1333,15 +1333,7 @@ func TestLinkCredits(t *testing.T) {
 // every replica finished it.
 func TestReplicasProgressAsOneRBM(t *testing.T) {
 	t.Parallel()
-	r := newMasterRig(t, 2, 2, 0, func(c *MasterConfig) {
-		c.Replicas, c.SyncEvery = []int{1, 2}, 1
-		c.Seating = map[string]Seat{"s1": {RBM: 1}, "a": {RBM: 2, Replica: 0}, "b": {RBM: 2, Replica: 1}}
-	})
-	r.m.Start(0)
-	r.m.Ready()
-	for _, name := range []string{"s1", "a", "b"} {
-		r.register(name, 1)
-	}
+	r := newReplicaRig(t)
 	per := pipeline.BatchesPerEpoch(testRows, r.stage(2).BatchSize)
 	report := func(slave string, batches int, state messages.State, recon ...float64) pipeline.Stats {
 		t.Helper()
@@ -1373,4 +1365,21 @@ func TestReplicasProgressAsOneRBM(t *testing.T) {
 	if len(r.epochs) != 1 {
 		t.Errorf("%d epochs announced after a's next report; want still 1", len(r.epochs))
 	}
+}
+
+// newReplicaRig is a started master of two RBMs without checkpoints,
+// RBM_2 on two stage replicas (a and b) that average every window, and its
+// three slaves registered.
+func newReplicaRig(t *testing.T) *masterRig {
+	t.Helper()
+	r := newMasterRig(t, 2, 2, 0, func(c *MasterConfig) {
+		c.Replicas, c.SyncEvery = []int{1, 2}, 1
+		c.Seating = map[string]Seat{"s1": {RBM: 1}, "a": {RBM: 2, Replica: 0}, "b": {RBM: 2, Replica: 1}}
+	})
+	r.m.Start(0)
+	r.m.Ready()
+	for _, name := range []string{"s1", "a", "b"} {
+		r.register(name, 1)
+	}
+	return r
 }

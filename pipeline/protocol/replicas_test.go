@@ -180,15 +180,7 @@ func TestMeanWeighsReplicasByWindows(t *testing.T) {
 // replica that asks for it again.
 func TestAveragesWithoutCheckpointsKeepOnlyTheLast(t *testing.T) {
 	t.Parallel()
-	r := newMasterRig(t, 2, 2, 0, func(c *MasterConfig) {
-		c.Replicas, c.SyncEvery = []int{1, 2}, 1
-		c.Seating = map[string]Seat{"s1": {RBM: 1}, "a": {RBM: 2, Replica: 0}, "b": {RBM: 2, Replica: 1}}
-	})
-	r.m.Start(0)
-	r.m.Ready()
-	for _, name := range []string{"s1", "a", "b"} {
-		r.register(name, 1)
-	}
+	r := newReplicaRig(t)
 	st := r.stage(2)
 	params := func(replica, round int) *messages.Params {
 		p := &messages.Params{RunID: r.cfg.Run.ID, Incarnation: r.cfg.Run.Incarnation, RBM: 2, Replica: replica, Round: round, Windows: 1,
