@@ -3,7 +3,6 @@ package experiments
 import (
 	"cmp"
 	"fmt"
-	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -106,7 +105,7 @@ func plansPlot(points []planPoint) ([]byte, error) {
 	ms := distinct(points)
 	ideal := series{name: "ideal", xs: ms, ys: ms, dashed: true}
 	var ss, es []series
-	for k, group := range slices.Collect(groupBy(points)) {
+	for k, group := range byStrategy(points) {
 		pred := series{name: group[0].strategy + ", predicted", style: 2 * k}
 		meas := series{name: group[0].strategy + ", measured", style: 2*k + 1}
 		for j := 0; j < len(group); {
@@ -138,20 +137,17 @@ func plansPlot(points []planPoint) ([]byte, error) {
 	return renderGrid([][]*plot.Plot{{speed, eff}}, 10*vg.Centimeter, 8*vg.Centimeter)
 }
 
-// groupBy yields the runs of points (sorted by strategy) of one strategy.
-func groupBy(points []planPoint) iter.Seq[[]planPoint] {
-	return func(yield func([]planPoint) bool) {
-		for i := 0; i < len(points); {
-			j := i
-			for j < len(points) && points[j].strategy == points[i].strategy {
-				j++
-			}
-			if !yield(points[i:j]) {
-				return
-			}
-			i = j
+// byStrategy splits points, sorted by strategy, into the runs of one
+// strategy each.
+func byStrategy(points []planPoint) [][]planPoint {
+	var groups [][]planPoint
+	for i, p := range points {
+		if i == 0 || p.strategy != points[i-1].strategy {
+			groups = append(groups, nil)
 		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], p)
 	}
+	return groups
 }
 
 // perMachine is s divided by its machines: speed-up turned efficiency.
