@@ -162,11 +162,12 @@ const MaxProbeRows = 10000
 // results of the RBM below it, as greedy's do (pipeline.Settle).
 type Settle struct {
 	// Fraction is the settle phase's length, as a fraction of the run's
-	// windows, in [0, 1]; 0 turns it off (the paper's schedule). Default 0.1.
+	// windows (at least pipeline.MinSettleWindows an RBM above the first),
+	// in [0, 1]; 0 turns it off (the paper's schedule). Default 0.2.
 	Fraction float64 `mapstructure:"fraction"`
-	// LearningRate is the rate the settle phase restarts at, falling
-	// linearly to pretrain.learning_rate.final; in (0, MaxLearningRate].
-	// Default 0.03.
+	// LearningRate is the rate each RBM's settle phase restarts at, falling
+	// linearly to pretrain.learning_rate.final on its last settle
+	// mini-batch; in (0, MaxLearningRate]. Default 0.09.
 	LearningRate float64 `mapstructure:"learning_rate"`
 }
 
@@ -386,8 +387,8 @@ func Defaults() map[string]any {
 		"pretrain.momentum.initial":      0.5,
 		"pretrain.momentum.final":        0.9,
 		"pretrain.weight_decay":          0.0002,
-		"pretrain.settle.fraction":       0.1,
-		"pretrain.settle.learning_rate":  0.03,
+		"pretrain.settle.fraction":       0.2,
+		"pretrain.settle.learning_rate":  0.09,
 		"pretrain.probe.rows":            0,
 		"cluster.nats_url":               "",
 		"cluster.slaves":                 0,

@@ -182,19 +182,20 @@ func examples(seed uint64, n, dim int) []float32 {
 	return data.Synthetic(seed, n, dim, 4).X
 }
 
-// TestSettlePhase: after its epochs, the pipelined schedule deals the first
-// windows of one more epoch; RBM_1 only forwards them (it ends as without a
-// settle phase, bit for bit), RBM_i+1 trains (i)·F of them and is frozen for
-// the rest, and its reconstruction error gets one more entry.
+// TestSettlePhase: after its epochs, the pipelined schedule deals windows
+// of more epochs; RBM_1 only forwards them (it ends as without a settle
+// phase, bit for bit), RBM_i+1 trains (i)·F of them and is frozen for the
+// rest, and its reconstruction error gets an entry for each epoch it
+// trained in.
 func TestSettlePhase(t *testing.T) {
 	const n, epochs, batch, k = 250, 3, 32, 2 // 8 batches, 4 windows an epoch
 	layers := []int{36, 24, 16, 12}
 	x := examples(1, n, layers[0])
 	plain := testConfigs(layers, epochs, batch, k)
 	settled := testConfigs(layers, epochs, batch, k)
-	PlanSettle(settled, n, 0.2, 0.2) // 12 windows: F = round(0.2·12/2) = 1
+	PlanSettle(settled, n, 0.2, 0.2) // 12 windows: F = round(0.2·12/2) = 1, raised to MinSettleWindows
 	for i, c := range settled {
-		if want := (Settle{From: 12, Windows: 2, Train: i, LearningRate: 0.2}); c.Settle != want {
+		if want := (Settle{From: 12, Windows: 2 * MinSettleWindows, Train: i * MinSettleWindows, LearningRate: 0.2}); c.Settle != want {
 			t.Fatalf("rbm %d: settle %+v; want %+v", i+1, c.Settle, want)
 		}
 	}
@@ -211,15 +212,16 @@ func TestSettlePhase(t *testing.T) {
 	}
 	for i, st := range got {
 		s := st.Stats()
-		wantBatches := epochs*8 + i*k
+		wantBatches := epochs*8 + i*MinSettleWindows*k
 		if s.Batches != wantBatches || settled[i].Batches(n) != wantBatches {
 			t.Errorf("rbm %d: trained %d mini-batches, planned %d; want %d", i+1, s.Batches, settled[i].Batches(n), wantBatches)
 		}
-		if wantRecon := epochs + min(i, 1); len(s.Recon) != wantRecon {
+		// RBM_2's 3 settle windows are in epoch 3; RBM_3's 6 in epochs 3 and 4.
+		if wantRecon := epochs + i; len(s.Recon) != wantRecon {
 			t.Errorf("rbm %d: %d reconstruction errors; want %d", i+1, len(s.Recon), wantRecon)
 		}
-		if st.Windows() != 12+2 {
-			t.Errorf("rbm %d: handled %d windows; want 14", i+1, st.Windows())
+		if st.Windows() != 12+2*MinSettleWindows {
+			t.Errorf("rbm %d: handled %d windows; want %d", i+1, st.Windows(), 12+2*MinSettleWindows)
 		}
 	}
 	if slices.Equal(got[1].RBM().W, base[1].RBM().W) {
@@ -231,7 +233,8 @@ func TestSettlePhase(t *testing.T) {
 	// HiddenProbs computes.
 	v := examples(2, 5, 24)
 	st := NewStage(settled[1])
-	in := &Window{Epoch: epochs, Seq: 13, Rows: []int{5}, X: v, Bias: make([]float32, 24)}
+	past := settled[1].Settle.From + settled[1].Settle.Train // RBM_2's first frozen window
+	in := &Window{Epoch: epochs, Seq: past, Rows: []int{5}, X: v, Bias: make([]float32, 24)}
 	out := &Window{X: make([]float32, 5*16)}
 	if err := st.Train(&Window{Epoch: 0, Seq: 0, Rows: []int{5}, X: v}, nil); err != nil {
 		t.Fatal(err)
@@ -242,12 +245,12 @@ func TestSettlePhase(t *testing.T) {
 	}
 	want := make([]float32, 5*16)
 	st.RBM().HiddenProbs(want, v, 5)
-	if !slices.Equal(out.X, want) || !slices.Equal(st.RBM().W, before) || out.Seq != 13 || len(out.Bias) != 16 {
-		t.Errorf("frozen forward: middle result %v, weights changed %v, seq %d; want HiddenProbs, unchanged, 13", out.X[:4], !slices.Equal(st.RBM().W, before), out.Seq)
+	if !slices.Equal(out.X, want) || !slices.Equal(st.RBM().W, before) || out.Seq != past || len(out.Bias) != 16 {
+		t.Errorf("frozen forward: middle result %v, weights changed %v, seq %d; want HiddenProbs, unchanged, %d", out.X[:4], !slices.Equal(st.RBM().W, before), out.Seq, past)
 	}
 	for _, bad := range []*Window{
-		{Epoch: epochs, Seq: 14, Rows: []int{5}, X: v}, // past the settle phase
-		{Epoch: epochs, Seq: 11, Rows: []int{5}, X: v}, // before the settle phase
+		{Epoch: epochs + 1, Seq: 12 + 2*MinSettleWindows, Rows: []int{5}, X: v}, // past the settle phase
+		{Epoch: epochs, Seq: 11, Rows: []int{5}, X: v},                          // before the settle phase
 	} {
 		if err := st.Train(bad, nil); err == nil {
 			t.Errorf("window of epoch %d, seq %d: trained; want an error", bad.Epoch, bad.Seq)
@@ -308,27 +311,50 @@ func TestSettlePhaseSamples(t *testing.T) {
 	}
 }
 
-// The settle phase's learning rate falls linearly from its restart towards
-// the final rate without reaching it: in a brief run the top RBM trains one
-// or two settle windows on its final input, the last ones, and they must
-// still learn (ending at the final rate, RBM_4 of four equal 784-unit RBMs
-// trained 2 epochs on 10,240 images ended at 23x greedy's error, 6x with
-// this ramp).
+// The settle phase's learning rate restarts at its LearningRate on a
+// stage's first settle mini-batch and falls linearly to the final rate,
+// reached on its last: every RBM ends its training annealed, as greedy's.
 func TestSettleRate(t *testing.T) {
 	t.Parallel()
+	st := Settle{LearningRate: 0.09}
 	for _, tc := range []struct {
-		windows int
+		batches int
 		want    []float64
 	}{
-		{1, []float64{0.03}},
-		{2, []float64{0.03, 0.016}},
-		{4, []float64{0.03, 0.023, 0.016, 0.009}},
+		{1, []float64{0.002}},
+		{2, []float64{0.09, 0.002}},
+		{5, []float64{0.09, 0.068, 0.046, 0.024, 0.002, 0.002}}, // past the last: the final rate
 	} {
-		st := Settle{Windows: tc.windows, LearningRate: 0.03}
-		for j, want := range tc.want {
-			if got := st.rate(j, 0.002); math.Abs(got-want) > 1e-12 {
-				t.Errorf("%d settle windows: window %d's rate %g; want %g", tc.windows, j, got, want)
+		for b, want := range tc.want {
+			if got := st.rate(b, tc.batches, 0.002); math.Abs(got-want) > 1e-12 {
+				t.Errorf("%d settle mini-batches: mini-batch %d's rate %g; want %g", tc.batches, b, got, want)
 			}
 		}
+	}
+
+	// Train steps each settle mini-batch at its own rate: RBM_2's first
+	// settle window trains as a Trainer stepped at those rates does, to
+	// the bit.
+	const n, batch, k = 40, 4, 2 // 10 mini-batches, 5 windows an epoch
+	cfgs := testConfigs([]int{12, 8, 6}, 2, batch, k)
+	PlanSettle(cfgs, n, 0.2, 0.09)
+	c := cfgs[1]
+	stage := NewStage(c)
+	r := stage.RBM().Clone()
+	tr := newTrainer(r, c)
+	x := examples(3, k*batch, c.Visible)
+	in := &Window{Epoch: c.Epochs, Seq: c.Settle.From, Rows: []int{batch, batch}, X: x, Bias: make([]float32, c.Visible)}
+	if err := stage.Train(in, nil); err != nil {
+		t.Fatal(err)
+	}
+	clear(r.A)
+	for b := range k {
+		p := rbm.Params{LearningRate: float32(c.Settle.rate(b, c.Settle.Train*k, 0.05)), Momentum: 0.9, WeightDecay: float32(c.WeightDecay)}
+		if _, err := tr.Step(x[b*batch*c.Visible:(b+1)*batch*c.Visible], batch, p, nil, c.Middle); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(stage.RBM().W, r.W) {
+		t.Error("a settle window trained otherwise than a mini-batch at a time at the settle rates")
 	}
 }

@@ -54,25 +54,37 @@ type StageConfig struct {
 // first Train of them and only forwards the rest, frozen. With Train =
 // (i-1)·F, RBM_i+1 trains F windows on the middle results of a frozen RBM_i
 // (its final ones, as greedy's RBM_i+1 only ever sees), then freezes too.
-// The learning rate of the settle windows restarts at LearningRate and falls
-// linearly towards the final rate, which it would reach one window after
-// the last: the top RBM's last windows, the only ones on its final input in
-// a brief run, still learn. The momentum is the final one.
+// The learning rate restarts at LearningRate on the stage's first settle
+// mini-batch and falls linearly to the final rate, which its last one
+// trains at: each RBM ends its training annealed, as greedy's do. The
+// momentum is the final one.
 type Settle struct {
 	From, Windows, Train int
 	LearningRate         float64
 }
 
-// rate is the learning rate of settle window j (0-based) for a stage whose
-// final rate is final.
-func (st Settle) rate(j int, final float64) float64 {
-	return st.LearningRate + (final-st.LearningRate)*float64(j)/float64(st.Windows)
+// MinSettleWindows is the fewest settle windows F of a stage above the
+// first, however brief the run: an RBM needs a few windows to settle from
+// its restarted rate. Measured on 2-epoch runs of 20,000 images (16 windows
+// an RBM, where the fraction alone gives F = 1 or 2), seed 1, pipelined /
+// greedy error: 784-400-200-100-50's RBM_3 and RBM_4 ended at 1.33x and
+// 1.22x with F = 1, 0.48x and 0.19x with 3; 784-1000-1000-1000's RBM_3 at
+// 1.07x with F = 2, 0.86x with 3 (experiments/settle_brief.yaml).
+const MinSettleWindows = 3
+
+// rate is the learning rate of a stage's settle mini-batch t (0-based,
+// counting K a window) of the batches it trains, its final rate final.
+func (st Settle) rate(t, batches int, final float64) float64 {
+	if batches <= 1 {
+		return final
+	}
+	return st.LearningRate + (final-st.LearningRate)*float64(min(t, batches-1))/float64(batches-1)
 }
 
 // PlanSettle sets the Settle of every stage of a pipelined run over n
 // examples whose settle phase takes fraction of its windows: F windows
-// for each stage above the first (at least one where fraction > 0), the
-// learning rate restarting at rate.
+// for each stage above the first (at least MinSettleWindows where
+// fraction > 0), the learning rate restarting at rate.
 func PlanSettle(cfgs []StageConfig, n int, fraction, rate float64) {
 	L := len(cfgs)
 	if L < 2 || fraction <= 0 || n < 1 {
@@ -80,7 +92,7 @@ func PlanSettle(cfgs []StageConfig, n int, fraction, rate float64) {
 	}
 	c := cfgs[0]
 	from := c.Epochs * WindowsPerEpoch(n, c.BatchSize, c.K)
-	f := max(1, int(math.Round(fraction*float64(from)/float64(L-1))))
+	f := max(MinSettleWindows, int(math.Round(fraction*float64(from)/float64(L-1))))
 	for i := range cfgs {
 		cfgs[i].Settle = Settle{From: from, Windows: (L - 1) * f, Train: i * f, LearningRate: rate}
 	}
@@ -182,9 +194,15 @@ func NewStage(cfg StageConfig) *Stage {
 	return &Stage{
 		cfg:     cfg,
 		rbm:     r,
-		trainer: rbm.NewTrainer(r, cfg.BatchSize, cfg.CDK, cfg.Seed^0x9e3779b97f4a7c15),
+		trainer: newTrainer(r, cfg),
 		stats:   Stats{Index: cfg.Index},
 	}
+}
+
+// newTrainer returns the trainer of RBM r for stage cfg: its generator is
+// seeded apart from r's initial weights.
+func newTrainer(r *rbm.RBM, cfg StageConfig) *rbm.Trainer {
+	return rbm.NewTrainer(r, cfg.BatchSize, cfg.CDK, cfg.Seed^0x9e3779b97f4a7c15)
 }
 
 // RBM returns the RBM the stage trains.
@@ -228,7 +246,6 @@ func (s *Stage) Train(in *Window, out *Window) error {
 			return fmt.Errorf("rbm %d: window %d is outside the settle phase, windows %d to %d", s.cfg.Index, in.Seq, st.From, st.From+st.Windows-1)
 		}
 		frozen = j >= st.Train
-		p.LearningRate = float32(st.rate(j, s.cfg.LearningRate[1]))
 	}
 	if in.Epoch > s.epoch {
 		s.EndEpoch()
@@ -253,6 +270,10 @@ func (s *Stage) Train(in *Window, out *Window) error {
 	var sse float64
 	off, outOff := 0, 0
 	for b, rows := range in.Rows {
+		if settle {
+			st := s.cfg.Settle
+			p.LearningRate = float32(st.rate((in.Seq-st.From)*s.cfg.K+b, st.Train*s.cfg.K, s.cfg.LearningRate[1]))
+		}
 		v := in.X[off : off+rows*s.cfg.Visible]
 		var mid []float32
 		if out != nil {

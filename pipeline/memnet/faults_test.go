@@ -42,7 +42,7 @@ func tiny(checkpointEvery int) (protocol.MasterConfig, []string) {
 		})
 		slaves = append(slaves, fmt.Sprintf("local-%d", i))
 	}
-	// A settle phase of 4 windows: RBM_2 trains 2 of them, RBM_3 all 4.
+	// A settle phase of 6 windows: RBM_2 trains 3 of them, RBM_3 all 6.
 	pipeline.PlanSettle(stages, n, 0.2, 0.1)
 	return protocol.MasterConfig{
 		Run: protocol.Run{ID: "faults"}, Stages: stages, Data: x, N: n, ShuffleSeed: 3,
