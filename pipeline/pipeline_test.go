@@ -311,6 +311,20 @@ func TestSettlePhaseSamples(t *testing.T) {
 	}
 }
 
+// A stage on r stage replicas restarts its settle phase at the rate over r;
+// the others keep it.
+func TestSettleReplicas(t *testing.T) {
+	t.Parallel()
+	cfgs := testConfigs([]int{12, 8, 6, 4}, 2, 4, 2)
+	PlanSettle(cfgs, 40, 0.2, 0.09)
+	SettleReplicas(cfgs, []int{1, 1, 3})
+	for i, want := range []float64{0.09, 0.09, 0.03} {
+		if got := cfgs[i].Settle.LearningRate; math.Abs(got-want) > 1e-12 {
+			t.Errorf("rbm %d: settle restart %g; want %g", i+1, got, want)
+		}
+	}
+}
+
 // The settle phase's learning rate restarts at its LearningRate on a
 // stage's first settle mini-batch and falls linearly to the final rate,
 // reached on its last: every RBM ends its training annealed, as greedy's.
