@@ -156,19 +156,26 @@ type Probe struct {
 // MaxProbeRows bounds pretrain.probe.rows.
 const MaxProbeRows = 10000
 
-// Settle configures the settle phase of pipelined pre-training: after the
-// epochs, the data passes once more, in part, through the frozen lower RBMs,
-// so that each RBM above the first ends its training on the final middle
-// results of the RBM below it, as greedy's do (pipeline.Settle).
+// Settle configures the settle phase of pipelined pre-training: at the end
+// of the run each RBM above the first restarts its learning rate and
+// anneals to the final one, ending its training on the final (or, in the
+// epochs, all but final) middle results of the RBM below it, as greedy's
+// do (pipeline.Settle).
 type Settle struct {
 	// Fraction is the settle phase's length, as a fraction of the run's
-	// windows (at least pipeline.MinSettleWindows an RBM above the first),
-	// in [0, 1]; 0 turns it off (the paper's schedule). Default 0.2.
+	// windows: F = Fraction x windows / (L-1) a stage, at least
+	// pipeline.MinSettleWindows, the top RBM annealing over (L-1)·F; in
+	// [0, 1]; 0 turns it off (the paper's schedule). Default 0.2.
 	Fraction float64 `mapstructure:"fraction"`
 	// LearningRate is the rate each RBM's settle phase restarts at, falling
 	// linearly to pretrain.learning_rate.final on its last settle
 	// mini-batch; in (0, MaxLearningRate]. Default 0.09.
 	LearningRate float64 `mapstructure:"learning_rate"`
+	// Schedule is where the settle windows lie: the last of the epochs
+	// (in_epochs), which costs no time, or more windows after them (after),
+	// which a run too brief for in_epochs gets anyway
+	// (pipeline.SettleSchedule). Default in_epochs.
+	Schedule SettleSchedule `mapstructure:"schedule"`
 }
 
 // Cluster says where the workers are.
@@ -389,6 +396,7 @@ func Defaults() map[string]any {
 		"pretrain.weight_decay":          0.0002,
 		"pretrain.settle.fraction":       0.2,
 		"pretrain.settle.learning_rate":  0.09,
+		"pretrain.settle.schedule":       SettleInEpochs,
 		"pretrain.probe.rows":            0,
 		"cluster.nats_url":               "",
 		"cluster.slaves":                 0,

@@ -95,13 +95,13 @@ func (p *probe) add(rbm, batches int, w, a, b []float32, copyParams bool) {
 	now := time.Since(p.start)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.due(rbm, now) {
-		return
+	i := rbm - 1
+	if !p.due(rbm, now) || len(p.snaps[i]) > 0 && p.snaps[i][len(p.snaps[i])-1].batches >= batches {
+		return // not due, or nothing trained since: a stage that forwards checkpoints too
 	}
 	if copyParams {
 		w, a, b = append([]float32(nil), w...), append([]float32(nil), a...), append([]float32(nil), b...)
 	}
-	i := rbm - 1
 	if len(p.snaps[i]) == probePoints {
 		kept := p.snaps[i][:0]
 		for k := 0; k < probePoints; k += 2 {

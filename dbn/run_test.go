@@ -101,9 +101,10 @@ finetune: {epochs: 6, learning_rate: 0.2, batch_size: 50}
 			for i, r := range res.RBMs {
 				// 3 epochs of 40 mini-batches, and pipelined, the settle
 				// phase: its reconstruction error apart, where the RBM
-				// trained in it.
+				// trained in windows after the epochs (none here: the
+				// default schedule, in_epochs, has them in the epochs).
 				settles := 0
-				if stages[i].Settle.Train > 0 {
+				if stages[i].Settle.Windows > 0 && stages[i].Settle.Train > 0 {
 					settles = 1
 				}
 				if want := stages[i].Batches(res.Data.Train); r.Batches != want || want < 3*40 {

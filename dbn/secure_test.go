@@ -94,7 +94,7 @@ func TestEmbeddedServerSecured(t *testing.T) {
 name: secured
 data: {source: synthetic, train_limit: 240, test_limit: 20}
 dbn: {layers: [16, 8, 4]}
-pretrain: {epochs: 6, batch_size: 20, k_batches: 2}
+pretrain: {epochs: 6, batch_size: 20, k_batches: 2, settle: {schedule: after}}
 reliability: {checkpoint_every: 2}
 finetune: {epochs: 0}
 `)
@@ -150,7 +150,8 @@ finetune: {epochs: 0}
 	}
 	// Restarted from nothing, the top RBM would report epoch 1/6 again;
 	// from its checkpoint, it goes on with the epochs it had.
-	// The top RBM ends with its part of the settle phase.
+	// The top RBM ends with its part of the settle phase, after the
+	// epochs (pretrain.settle.schedule after).
 	if n := len(epochs); n < 2 || epochs[0] == "1/6" || epochs[n-2] != "6/6" || epochs[n-1] != "settle phase" {
 		t.Errorf("the resumed start's top RBM reported epochs %v; want it to go on from its checkpoint (after 1/6) to 6/6, then the settle phase", epochs)
 	}

@@ -208,7 +208,7 @@ func (j SimJob) Pipelined(net SimNetwork) SimResult {
 func windowsOf(cfg *config.Config, n int) (epoch, epochs, settle int) {
 	p := cfg.Pretrain
 	stages := dbn.StageConfigs(cfg)
-	pipeline.PlanSettle(stages, n, p.Settle.Fraction, p.Settle.LearningRate)
+	dbn.PlanSettle(stages, cfg, n)
 	epoch = pipeline.WindowsPerEpoch(n, p.BatchSize, p.KBatches)
 	return epoch, p.Epochs * epoch, stages[0].Settle.Windows
 }

@@ -107,8 +107,24 @@ type stamp struct {
 func stampOf(r *SweepRun) stamp {
 	c := *r.Config
 	c.File, c.Sweep, c.Output = "", config.Sweep{}, config.Output{}
-	return stamp{Sets: r.Sets, Config: &c}
+	return stamp{Sets: r.Sets, Config: &c}.mended()
 }
+
+// mended returns the stamp with the keys its run ignores cleared: greedy
+// has no settle phase, so a greedy run stays good whatever they say.
+func (s stamp) mended() stamp {
+	if s.Config != nil && s.Config.Pretrain.Mode == config.Greedy {
+		c := *s.Config
+		c.Pretrain.Settle = config.Settle{}
+		s.Config = &c
+	}
+	return s
+}
+
+// settleScheduleBefore is what pretrain.settle.schedule, added with a
+// default that changed the schedule, was before it: a stamp without the
+// key ran as this.
+const settleScheduleBefore = config.SettleAfter
 
 // RunSweep runs every run of plan that has no complete result.json yet (or
 // one from a different configuration), each as its own `master run` process
@@ -278,12 +294,21 @@ func finished(plan *SweepPlan, r *SweepRun) (*dbn.Result, string) {
 	if b, err := os.ReadFile(filepath.Join(dir, runStamp)); err == nil {
 		want, _ := json.Marshal(stampOf(r))
 		// A key added since the run ran is absent from its stamp: it ran
-		// as the key's default has it (a new key's default keeps what was).
+		// as the key's default has it (a new key's default keeps what was),
+		// but for pretrain.settle.schedule, which ran as before it.
 		got := stamp{Config: config.Default()}
-		if json.Unmarshal(b, &got) != nil {
+		var keys struct {
+			Config struct {
+				Pretrain struct{ Settle map[string]json.RawMessage }
+			}
+		}
+		if json.Unmarshal(b, &got) != nil || json.Unmarshal(b, &keys) != nil {
 			return nil, "its " + runStamp + " is unreadable"
 		}
-		if g, _ := json.Marshal(got); !bytes.Equal(g, want) {
+		if _, ok := keys.Config.Pretrain.Settle["Schedule"]; !ok {
+			got.Config.Pretrain.Settle.Schedule = settleScheduleBefore
+		}
+		if g, _ := json.Marshal(got.mended()); !bytes.Equal(g, want) {
 			return nil, "the configuration changed since it ran"
 		}
 	}

@@ -534,23 +534,8 @@ func TestFinishedStampWithoutANewKey(t *testing.T) {
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("RunSweep = %d rows, %v; want 1, nil", len(rows), err)
 	}
-	stampPath := filepath.Join(p.runDir(&rows[0].SweepRun), runStamp)
-	b, err := os.ReadFile(stampPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var raw map[string]any
-	if err := json.Unmarshal(b, &raw); err != nil {
-		t.Fatal(err)
-	}
-	cluster := raw["config"].(map[string]any)["Cluster"].(map[string]any)
-	if cluster["SyncEvery"] != 5.0 {
-		t.Fatalf("stamp's cluster: %v; want SyncEvery 5 (its default)", cluster)
-	}
-	delete(cluster, "SyncEvery")
-	old, _ := json.Marshal(raw)
-	if err := os.WriteFile(stampPath, old, 0o644); err != nil {
-		t.Fatal(err)
+	if got := unstamp(t, p, &rows[0].SweepRun, "Cluster", "SyncEvery"); got != 5.0 {
+		t.Fatalf("stamp's cluster.sync_every: %v; want 5 (its default)", got)
 	}
 	if res, why := finished(p, &rows[0].SweepRun); res == nil {
 		t.Errorf("a stamp without cluster.sync_every, at its default now: not reused (%s); want reused", why)
@@ -560,4 +545,63 @@ func TestFinishedStampWithoutANewKey(t *testing.T) {
 	if res, why := finished(changed, &changed.Runs[0]); res != nil || why != "the configuration changed since it ran" {
 		t.Errorf("the same stamp with cluster.sync_every 1 now: reused %v (%q); want run again, the configuration changed", res != nil, why)
 	}
+}
+
+// pretrain.settle.schedule came with a default that changed the
+// schedule: a pipelined run whose stamp lacks it ran the schedule before
+// it and runs again. A greedy run has no settle phase: it is reused
+// whatever the settle keys say.
+func TestFinishedStampSettle(t *testing.T) {
+	cmd := fakeCommand(t)
+	for _, tc := range []struct {
+		mode     string
+		reused   bool
+		settleTo string // what the config says now
+	}{
+		{"pipelined", false, ""},
+		{"greedy", true, ""},
+		{"greedy", true, ", settle: {fraction: 0.5, schedule: after}"},
+	} {
+		path := writeConfig(t, strings.Replace(baseConfig, "pretrain: {epochs: 1}", "pretrain: {epochs: 1, mode: "+tc.mode+"}", 1))
+		p := plan(t, path)
+		opt := SweepOptions{Command: cmd, Logger: hclog.NewNullLogger(), Regenerate: "master sweep --config " + path}
+		rows, err := RunSweep(context.Background(), p, opt)
+		if err != nil || len(rows) != 1 {
+			t.Fatalf("%s: RunSweep = %d rows, %v; want 1, nil", tc.mode, len(rows), err)
+		}
+		unstamp(t, p, &rows[0].SweepRun, "Pretrain", "Settle", "Schedule")
+		now := plan(t, writeConfig(t, strings.Replace(baseConfig, "pretrain: {epochs: 1}", "pretrain: {epochs: 1, mode: "+tc.mode+tc.settleTo+"}", 1)))
+		now.Dir = p.Dir
+		if res, why := finished(now, &now.Runs[0]); (res != nil) != tc.reused {
+			t.Errorf("%s, a stamp without the settle schedule, settle now %q: reused %v (%q); want %v", tc.mode, tc.settleTo, res != nil, why, tc.reused)
+		}
+	}
+}
+
+// unstamp deletes the config key at path (its sections and its field, as
+// the stamp spells them) from the stamp of run r, as a stamp written
+// before the key existed lacks it, and returns what it held.
+func unstamp(t *testing.T, p *SweepPlan, r *SweepRun, path ...string) any {
+	t.Helper()
+	stampPath := filepath.Join(p.runDir(r), runStamp)
+	b, err := os.ReadFile(stampPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	section := raw["config"].(map[string]any)
+	for _, name := range path[:len(path)-1] {
+		section = section[name].(map[string]any)
+	}
+	key := path[len(path)-1]
+	was := section[key]
+	delete(section, key)
+	old, _ := json.Marshal(raw)
+	if err := os.WriteFile(stampPath, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return was
 }

@@ -11,7 +11,7 @@ import (
 
 // Version is the version of the wire format that Encode writes and Decode
 // accepts. Change it whenever a body layout changes.
-const Version uint16 = 7
+const Version uint16 = 8
 
 const (
 	magic = "PDBN"

@@ -197,11 +197,12 @@ type Assign struct {
 	// does not take it up as its own.
 	Process uint64
 	// Settle is the settle phase after the epochs (pipeline.Settle): its
-	// Windows windows from window SettleFrom on, of which the slave trains
-	// the first SettleTrain, the learning rate restarting at
-	// SettleLearningRate. Windows 0: none.
-	SettleFrom, SettleWindows, SettleTrain int
-	SettleLearningRate                     float64
+	// SettleWindows windows from window SettleFrom on after the epochs,
+	// and the slave's settle windows: SettleTrain from window SettleStart
+	// on, the learning rate restarting at SettleLearningRate. Windows and
+	// Train 0: none.
+	SettleFrom, SettleWindows, SettleStart, SettleTrain int
+	SettleLearningRate                                  float64
 	// LCopyOnce: the slave's visible biases take the B_{i-1} of its first
 	// input window only (pretrain.l_copy first_window), not of every one.
 	LCopyOnce bool
@@ -235,11 +236,11 @@ func (m *Assign) validate() error {
 	if m.Credits < 1 {
 		return invalid("credits %d: want >= 1", m.Credits)
 	}
-	if m.SettleTrain > m.SettleWindows {
-		return invalid("settle: trains %d of %d windows", m.SettleTrain, m.SettleWindows)
+	if m.SettleWindows > 0 && (m.SettleStart < m.SettleFrom || m.SettleStart+m.SettleTrain > m.SettleFrom+m.SettleWindows) {
+		return invalid("settle: trains windows %d to %d of the phase's %d to %d", m.SettleStart, m.SettleStart+m.SettleTrain-1, m.SettleFrom, m.SettleFrom+m.SettleWindows-1)
 	}
 	return nonNegative("checkpoint every", m.CheckpointEvery, "epochs", m.Epochs, "batches per epoch", m.BatchesPerEpoch, "rows per epoch", m.RowsPerEpoch,
-		"settle from", m.SettleFrom, "settle windows", m.SettleWindows, "settle train", m.SettleTrain)
+		"settle from", m.SettleFrom, "settle windows", m.SettleWindows, "settle start", m.SettleStart, "settle train", m.SettleTrain)
 }
 
 func (m *Assign) fields(c *coder) {
@@ -273,6 +274,7 @@ func (m *Assign) fields(c *coder) {
 	c.u64(&m.Process, "process")
 	c.int(&m.SettleFrom, "settle from")
 	c.int(&m.SettleWindows, "settle windows")
+	c.int(&m.SettleStart, "settle start")
 	c.int(&m.SettleTrain, "settle train")
 	c.f64(&m.SettleLearningRate, "settle learning rate")
 	c.bool(&m.LCopyOnce, "l copy once")

@@ -56,13 +56,15 @@ type watched struct {
 // credits, status reports and checkpoints, every RBM on a slave of its
 // own), of the DBN layers, epochs long, then one epoch of fine-tuning.
 // The run is cancelled and the server stopped when the test ends.
+// The settle windows lie after the epochs (pretrain.settle.schedule
+// after), where the status counts them as one more epoch.
 func startWatched(t *testing.T, layers string, epochs int) (w *watched, start func()) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "live.yaml")
 	body := fmt.Sprintf(`
 data: {source: synthetic, train_limit: 2000, test_limit: 100}
 dbn: {layers: %s}
-pretrain: {mode: pipelined, epochs: %d, batch_size: 20, k_batches: 2}
+pretrain: {mode: pipelined, epochs: %d, batch_size: 20, k_batches: 2, settle: {schedule: after}}
 cluster: {transport: memory}
 finetune: {epochs: 1}
 reliability: {save_every: 0}

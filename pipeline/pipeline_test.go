@@ -186,46 +186,108 @@ func examples(seed uint64, n, dim int) []float32 {
 // of more epochs; RBM_1 only forwards them (it ends as without a settle
 // phase, bit for bit), RBM_i+1 trains (i)·F of them and is frozen for the
 // rest, and its reconstruction error gets an entry for each epoch it
-// trained in.
+// trained in. In its epochs, no more windows: RBM_i+1 settles on (i)·F of
+// the last (L-1)·F windows of the epochs.
 func TestSettlePhase(t *testing.T) {
 	const n, epochs, batch, k = 250, 3, 32, 2 // 8 batches, 4 windows an epoch
 	layers := []int{36, 24, 16, 12}
 	x := examples(1, n, layers[0])
 	plain := testConfigs(layers, epochs, batch, k)
-	settled := testConfigs(layers, epochs, batch, k)
-	PlanSettle(settled, n, 0.2, 0.2) // 12 windows: F = round(0.2·12/2) = 1, raised to MinSettleWindows
-	for i, c := range settled {
-		if want := (Settle{From: 12, Windows: 2 * MinSettleWindows, Train: i * MinSettleWindows, LearningRate: 0.2}); c.Settle != want {
-			t.Fatalf("rbm %d: settle %+v; want %+v", i+1, c.Settle, want)
-		}
-	}
 	base, err := Pipelined(x, n, plain, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Pipelined(x, n, settled, 7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, b := got[0].RBM(), base[0].RBM(); !slices.Equal(r.W, b.W) || !slices.Equal(r.B, b.B) || !slices.Equal(r.A, b.A) {
-		t.Error("RBM_1 changed in the settle phase, where it only forwards")
-	}
-	for i, st := range got {
-		s := st.Stats()
-		wantBatches := epochs*8 + i*MinSettleWindows*k
-		if s.Batches != wantBatches || settled[i].Batches(n) != wantBatches {
-			t.Errorf("rbm %d: trained %d mini-batches, planned %d; want %d", i+1, s.Batches, settled[i].Batches(n), wantBatches)
+	const f = MinSettleWindows // 12 windows: F = round(0.2·12/2) = 1, raised to MinSettleWindows; 2F <= 0.75·12
+	var settled, inEpochs []StageConfig
+	for _, tc := range []struct {
+		schedule SettleSchedule
+		windows  int // after the epochs
+		start    int // the first settle window of every RBM above the first
+	}{
+		{SettleInEpochs, 0, 12 - 2*f},
+		{SettleAfter, 2 * f, 12},
+	} {
+		settled = testConfigs(layers, epochs, batch, k)
+		PlanSettle(settled, n, 0.2, 0.2, tc.schedule)
+		for i, c := range settled {
+			if want := (Settle{From: 12, Windows: tc.windows, Start: tc.start, Train: i * f, LearningRate: 0.2}); c.Settle != want {
+				t.Fatalf("schedule %d, rbm %d: settle %+v; want %+v", tc.schedule, i+1, c.Settle, want)
+			}
 		}
-		// RBM_2's 3 settle windows are in epoch 3; RBM_3's 6 in epochs 3 and 4.
-		if wantRecon := epochs + i; len(s.Recon) != wantRecon {
-			t.Errorf("rbm %d: %d reconstruction errors; want %d", i+1, len(s.Recon), wantRecon)
+		if tc.schedule == SettleInEpochs {
+			inEpochs = settled
 		}
-		if st.Windows() != 12+2*MinSettleWindows {
-			t.Errorf("rbm %d: handled %d windows; want %d", i+1, st.Windows(), 12+2*MinSettleWindows)
+		got, err := Pipelined(x, n, settled, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, b := got[0].RBM(), base[0].RBM(); !slices.Equal(r.W, b.W) || !slices.Equal(r.B, b.B) || !slices.Equal(r.A, b.A) {
+			t.Errorf("schedule %d: RBM_1 changed in the settle phase, where it only forwards", tc.schedule)
+		}
+		for i, st := range got {
+			s := st.Stats()
+			wantBatches := epochs * 8
+			if tc.windows > 0 {
+				wantBatches += i * f * k
+			}
+			if s.Batches != wantBatches || settled[i].Batches(n) != wantBatches {
+				t.Errorf("schedule %d, rbm %d: trained %d mini-batches, planned %d; want %d", tc.schedule, i+1, s.Batches, settled[i].Batches(n), wantBatches)
+			}
+			// After the epochs, RBM_2's F settle windows are in epoch 3;
+			// RBM_3's 2F in epochs 3 and 4 (Seq 12-19).
+			if wantRecon := epochs + i*min(tc.windows, 1); len(s.Recon) != wantRecon {
+				t.Errorf("schedule %d, rbm %d: %d reconstruction errors; want %d", tc.schedule, i+1, len(s.Recon), wantRecon)
+			}
+			if st.Windows() != 12+tc.windows {
+				t.Errorf("schedule %d, rbm %d: handled %d windows; want %d", tc.schedule, i+1, st.Windows(), 12+tc.windows)
+			}
+		}
+		for i := 1; i < 3; i++ {
+			if slices.Equal(got[i].RBM().W, base[i].RBM().W) {
+				t.Errorf("schedule %d: RBM_%d trained as without a settle phase", tc.schedule, i+1)
+			}
 		}
 	}
-	if slices.Equal(got[1].RBM().W, base[1].RBM().W) {
-		t.Error("RBM_2 trained nothing in the settle phase")
+
+	// In its epochs, RBM_2 restarts on window 12-2F at the settle phase's
+	// rate, anneals over its F windows and trains on at the final rate and
+	// momentum past them; RBM_3 restarts on the same window and anneals
+	// over 2·F, to the last: each window trains as a Trainer stepped at
+	// those rates does, to the bit.
+	for _, tc := range []struct {
+		rbm, seq       int
+		rate, momentum float64
+	}{
+		{2, 12 - 2*f - 1, rbm.Schedule(0.1, 0.05, (12-2*f-1)/4, epochs), rbm.Schedule(0.5, 0.9, (12-2*f-1)/4, epochs)}, // before its part: its epoch's
+		{2, 12 - 2*f, -1, 0.9}, // its first settle window: the ramp
+		{2, 12 - f, 0.05, 0.9}, // past its part: the final rate
+		{3, 12 - f - 1, -1, 0.9},
+		{3, 11, -1, 0.9},
+	} {
+		c := inEpochs[tc.rbm-1]
+		stage := NewStage(c)
+		r := stage.RBM().Clone()
+		tr := newTrainer(r, c)
+		v := examples(uint64(tc.seq), k*batch, c.Visible)
+		if err := stage.Train(&Window{Epoch: tc.seq / 4, Seq: tc.seq, Rows: []int{batch, batch}, X: v}, nil); err != nil {
+			t.Fatal(err)
+		}
+		for b := range k {
+			rate := tc.rate
+			if rate < 0 {
+				rate = c.Settle.rate((tc.seq-c.Settle.Start)*k+b, c.Settle.Train*k, 0.05)
+			}
+			p := rbm.Params{LearningRate: float32(rate), Momentum: float32(tc.momentum), WeightDecay: float32(c.WeightDecay)}
+			if _, err := tr.Step(v[b*batch*c.Visible:(b+1)*batch*c.Visible], batch, p, nil, c.Middle); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Equal(stage.RBM().W, r.W) {
+			t.Errorf("in epochs, RBM_%d's window %d trained otherwise than at rate %g, momentum %g", tc.rbm, tc.seq, tc.rate, tc.momentum)
+		}
+	}
+	if r := inEpochs[2].Settle.rate(2*f*k-1, 2*f*k, 0.05); r != 0.05 {
+		t.Errorf("in epochs, RBM_3's last mini-batch trains at %g; want the final rate 0.05", r)
 	}
 
 	// A frozen stage's forward pass is its hidden probabilities, and it
@@ -260,13 +322,15 @@ func TestSettlePhase(t *testing.T) {
 		t.Error("a stage without a settle phase trained a window of epoch Epochs")
 	}
 
-	// A settle phase longer than an epoch: 12 windows, 3 more epochs of 4.
+	// Settle windows that would take more than MaxInEpochs of the epochs
+	// go after them: 12 windows of the 12, a settle phase longer than an
+	// epoch, 3 more epochs of 4.
 	long := testConfigs(layers, epochs, batch, k)
-	PlanSettle(long, n, 1, 0.2)
+	PlanSettle(long, n, 1, 0.2, SettleInEpochs)
 	if long[2].Settle.Windows != 12 || long[2].LastEpoch(n) != epochs+2 {
 		t.Fatalf("settle %+v, last epoch %d; want 12 windows, epoch %d", long[2].Settle, long[2].LastEpoch(n), epochs+2)
 	}
-	got, err = Pipelined(x, n, long, 7)
+	got, err := Pipelined(x, n, long, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +352,7 @@ func TestSettlePhaseSamples(t *testing.T) {
 	for i := range cfgs {
 		cfgs[i].Middle = rbm.Samples
 	}
-	PlanSettle(cfgs, n, 0.3, 0.2)
+	PlanSettle(cfgs, n, 0.3, 0.2, SettleAfter)
 	if _, err := Pipelined(examples(1, n, layers[0]), n, cfgs, 7); err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +380,7 @@ func TestSettlePhaseSamples(t *testing.T) {
 func TestSettleReplicas(t *testing.T) {
 	t.Parallel()
 	cfgs := testConfigs([]int{12, 8, 6, 4}, 2, 4, 2)
-	PlanSettle(cfgs, 40, 0.2, 0.09)
+	PlanSettle(cfgs, 40, 0.2, 0.09, SettleInEpochs)
 	SettleReplicas(cfgs, []int{1, 1, 3})
 	for i, want := range []float64{0.09, 0.09, 0.03} {
 		if got := cfgs[i].Settle.LearningRate; math.Abs(got-want) > 1e-12 {
@@ -351,7 +415,7 @@ func TestSettleRate(t *testing.T) {
 	// the bit.
 	const n, batch, k = 40, 4, 2 // 10 mini-batches, 5 windows an epoch
 	cfgs := testConfigs([]int{12, 8, 6}, 2, batch, k)
-	PlanSettle(cfgs, n, 0.2, 0.09)
+	PlanSettle(cfgs, n, 0.2, 0.09, SettleAfter)
 	c := cfgs[1]
 	stage := NewStage(c)
 	r := stage.RBM().Clone()

@@ -13,7 +13,7 @@ func TestSourceAgain(t *testing.T) {
 	const n, dim, batch, k = 53, 3, 4, 3 // 14 mini-batches, 5 windows an epoch, the last of 2
 	x := examples(1, n, dim)
 	cfg := testConfigs([]int{dim, 2, 2}, 3, batch, k)
-	PlanSettle(cfg, n, 0.5, 0.1)
+	PlanSettle(cfg, n, 0.5, 0.1, SettleAfter)
 	src := NewSource(x, n, dim, batch, k, 9)
 	var dealt []*Window
 	for w, ok := src.NextOf(cfg[0]); ok; w, ok = src.NextOf(cfg[0]) {

@@ -48,44 +48,72 @@ type StageConfig struct {
 	Settle Settle
 }
 
-// Settle is the settle phase of the pipelined schedule, after the Epochs:
-// Windows windows of more passes over the data (epochs Epochs on, window
-// Seq From on) go up through every stage, and stage i trains on the
-// first Train of them and only forwards the rest, frozen. With Train =
-// (i-1)·F, RBM_i+1 trains F windows on the middle results of a frozen RBM_i
-// (its final ones, as greedy's RBM_i+1 only ever sees), then freezes too.
-// The learning rate restarts at LearningRate on the stage's first settle
-// mini-batch and falls linearly to the final rate, which its last one
-// trains at: each RBM ends its training annealed, as greedy's do. The
-// momentum is the final one.
+// Settle is a stage's part in the settle phase of the pipelined schedule:
+// its Train windows from window Seq Start on restart the learning rate at
+// LearningRate on their first mini-batch, falling linearly to the final
+// rate, which the last one trains at, with the final momentum: each RBM
+// ends its settle windows annealed, as greedy's RBMs end their training.
+// Windows > 0: the phase is that many more windows after the epochs
+// (window Seq From on, epoch Epochs on), and the stage only forwards
+// those outside its part, frozen. Windows 0: its part lies in the epochs,
+// and it trains on at the final rate after it. Train 0: no part.
 type Settle struct {
-	From, Windows, Train int
-	LearningRate         float64
+	From, Windows, Start, Train int
+	LearningRate                float64
 }
+
+// SettleSchedule is where the settle windows lie (PlanSettle).
+type SettleSchedule int
+
+const (
+	// SettleAfter: (L-1)·F windows more, after the epochs. RBM_1 forwards
+	// them, frozen; RBM_i (i > 1) trains the first (i-1)·F of them, the
+	// last F on the middle results of a frozen RBM_i-1: its final ones,
+	// all that greedy's RBM_i ever sees. The top RBM, often the slowest,
+	// trains (L-1)·F windows more than its epochs.
+	SettleAfter SettleSchedule = iota
+	// SettleInEpochs: the last (L-1)·F windows of the epochs, no more.
+	// RBM_i (i > 1) restarts on the first of them and anneals over
+	// (i-1)·F, ending F windows after the RBM below it, as in SettleAfter,
+	// then trains on at the final rate; RBM_1 trains its epochs as
+	// without a settle phase, at its final rate in the last epoch.
+	SettleInEpochs
+)
 
 // MinSettleWindows is the fewest settle windows F of a stage above the
 // first, however brief the run: an RBM needs a few windows to settle from
 // its restarted rate. Measured on 2-epoch runs of 20,000 images (16 windows
-// an RBM, where the fraction alone gives F = 1 or 2), seed 1, pipelined /
-// greedy error: 784-400-200-100-50's RBM_3 and RBM_4 ended at 1.33x and
-// 1.22x with F = 1, 0.48x and 0.19x with 3; 784-1000-1000-1000's RBM_3 at
-// 1.07x with F = 2, 0.86x with 3 (experiments/settle_brief.yaml).
-const MinSettleWindows = 3
+// an RBM, where the fraction alone gives F = 1 or 2), pipelined / greedy
+// error: after the epochs, 784-400-200-100-50's RBM_3 and RBM_4 ended at
+// 1.33x and 1.22x with F = 1, 0.48x and 0.19x with 3 (seed 1); in the
+// epochs, over seeds 1-3, 784-784-784-784-784's RBM_3 and RBM_4 at up to
+// 1.02x with F = 3, 0.91x with 4, and 784-1000-1000-1000's RBM_2 at up to
+// 1.07x with 3, 0.83x with 4 (experiments/settle_schedule_brief.yaml).
+const MinSettleWindows = 4
+
+// MaxInEpochs is the largest share of the epochs' windows the settle
+// windows may take in SettleInEpochs; a run too brief for them has them
+// after its epochs (SettleAfter). Restarting RBM_2 on the first window,
+// before RBM_1 learnt anything, ruined it: 784-1000-1000-1000, 2 epochs of
+// 16 windows, F = 8, RBM_2 at 12x greedy's error.
+const MaxInEpochs = 0.75
 
 // rate is the learning rate of a stage's settle mini-batch t (0-based,
 // counting K a window) of the batches it trains, its final rate final.
 func (st Settle) rate(t, batches int, final float64) float64 {
-	if batches <= 1 {
-		return final
+	if t >= batches-1 {
+		return final // the last settle mini-batch and, in the epochs, those past it
 	}
-	return st.LearningRate + (final-st.LearningRate)*float64(min(t, batches-1))/float64(batches-1)
+	return st.LearningRate + (final-st.LearningRate)*float64(t)/float64(batches-1)
 }
 
 // PlanSettle sets the Settle of every stage of a pipelined run over n
 // examples whose settle phase takes fraction of its windows: F windows
 // for each stage above the first (at least MinSettleWindows where
-// fraction > 0), the learning rate restarting at rate.
-func PlanSettle(cfgs []StageConfig, n int, fraction, rate float64) {
+// fraction > 0), where schedule places them (after the epochs where
+// SettleInEpochs would take more than MaxInEpochs of them), the learning
+// rate restarting at rate.
+func PlanSettle(cfgs []StageConfig, n int, fraction, rate float64, schedule SettleSchedule) {
 	L := len(cfgs)
 	if L < 2 || fraction <= 0 || n < 1 {
 		return
@@ -93,8 +121,16 @@ func PlanSettle(cfgs []StageConfig, n int, fraction, rate float64) {
 	c := cfgs[0]
 	from := c.Epochs * WindowsPerEpoch(n, c.BatchSize, c.K)
 	f := max(MinSettleWindows, int(math.Round(fraction*float64(from)/float64(L-1))))
+	windows, start := (L-1)*f, from
+	if schedule == SettleInEpochs && float64(windows) <= MaxInEpochs*float64(from) {
+		windows, start = 0, max(0, from-(L-1)*f)
+	}
 	for i := range cfgs {
-		cfgs[i].Settle = Settle{From: from, Windows: (L - 1) * f, Train: i * f, LearningRate: rate}
+		st := Settle{From: from, Windows: windows, Start: start, LearningRate: rate}
+		if i > 0 {
+			st.Train = min(i*f, from+windows-start)
+		}
+		cfgs[i].Settle = st
 	}
 }
 
@@ -117,8 +153,9 @@ func SettleReplicas(cfgs []StageConfig, replicas []int) {
 func (c StageConfig) Batches(n int) int {
 	perEpoch := BatchesPerEpoch(n, c.BatchSize)
 	batches := c.Epochs * perEpoch
-	for j := range c.Settle.Train {
-		w := j % WindowsPerEpoch(n, c.BatchSize, c.K) // the window's place in its epoch
+	st := c.Settle
+	for seq := max(st.Start, st.From); seq < min(st.Start+st.Train, st.From+st.Windows); seq++ {
+		w := (seq - st.From) % WindowsPerEpoch(n, c.BatchSize, c.K) // the window's place in its epoch
 		batches += min(c.K, perEpoch-w*c.K)
 	}
 	return batches
@@ -252,14 +289,17 @@ func (s *Stage) Train(in *Window, out *Window) error {
 		return fmt.Errorf("rbm %d: window %d is for epoch %d, stage is at epoch %d of %d", s.cfg.Index, in.Seq, in.Epoch, s.epoch, s.cfg.Epochs)
 	}
 	p := s.params(in.Epoch)
+	st := s.cfg.Settle
 	frozen := false
 	if settle {
-		st := s.cfg.Settle
-		j := in.Seq - st.From
-		if j < 0 || j >= st.Windows {
+		if in.Seq < st.From || in.Seq >= st.From+st.Windows {
 			return fmt.Errorf("rbm %d: window %d is outside the settle phase, windows %d to %d", s.cfg.Index, in.Seq, st.From, st.From+st.Windows-1)
 		}
-		frozen = j >= st.Train
+		frozen = in.Seq < st.Start || in.Seq >= st.Start+st.Train
+	}
+	settled := st.Train > 0 && in.Seq >= st.Start // in its settle windows, or past them in its epochs
+	if settled {
+		p.Momentum = float32(s.cfg.Momentum[1])
 	}
 	if in.Epoch > s.epoch {
 		s.EndEpoch()
@@ -284,9 +324,8 @@ func (s *Stage) Train(in *Window, out *Window) error {
 	var sse float64
 	off, outOff := 0, 0
 	for b, rows := range in.Rows {
-		if settle {
-			st := s.cfg.Settle
-			p.LearningRate = float32(st.rate((in.Seq-st.From)*s.cfg.K+b, st.Train*s.cfg.K, s.cfg.LearningRate[1]))
+		if settled {
+			p.LearningRate = float32(st.rate((in.Seq-st.Start)*s.cfg.K+b, st.Train*s.cfg.K, s.cfg.LearningRate[1]))
 		}
 		v := in.X[off : off+rows*s.cfg.Visible]
 		var mid []float32
@@ -323,7 +362,7 @@ func (s *Stage) Train(in *Window, out *Window) error {
 
 // forward hands the middle result of the frozen RBM_i for window in on (a
 // window Train checked and took the L_{i-1}-copy's biases of): a stage
-// past its part of the settle phase trains no more.
+// outside its part of the settle phase does not train.
 func (s *Stage) forward(in *Window, out *Window) error {
 	rows := in.TotalRows()
 	start := time.Now()

@@ -42,8 +42,9 @@ func tiny(checkpointEvery int) (protocol.MasterConfig, []string) {
 		})
 		slaves = append(slaves, fmt.Sprintf("local-%d", i))
 	}
-	// A settle phase of 6 windows: RBM_2 trains 3 of them, RBM_3 all 6.
-	pipeline.PlanSettle(stages, n, 0.2, 0.1)
+	// A settle phase of 8 windows after the epochs: RBM_2 trains 4 of
+	// them, RBM_3 all 8.
+	pipeline.PlanSettle(stages, n, 0.2, 0.1, pipeline.SettleAfter)
 	return protocol.MasterConfig{
 		Run: protocol.Run{ID: "faults"}, Stages: stages, Data: x, N: n, ShuffleSeed: 3,
 		Credits: 2, CheckpointEvery: checkpointEvery,
@@ -52,9 +53,15 @@ func tiny(checkpointEvery int) (protocol.MasterConfig, []string) {
 
 // tinyReplicas is tiny with stage replicas: RBM_1 on two (the master
 // deals its data to them), RBM_2 on one (it gathers their middle results),
-// RBM_3 on three (RBM_2 deals to them), averaging every two windows.
+// RBM_3 on three (RBM_2 deals to them), averaging every two windows, and
+// the settle phase in the last 8 of the epochs' 18 windows (the default
+// schedule).
 func tinyReplicas() (protocol.MasterConfig, []string) {
 	cfg, _ := tiny(2)
+	pipeline.PlanSettle(cfg.Stages, cfg.N, 0.2, 0.1, pipeline.SettleInEpochs)
+	if cfg.Stages[2].Settle.Windows != 0 || cfg.Stages[2].Settle.Train != 8 {
+		panic(fmt.Sprintf("tinyReplicas: settle %+v; want 8 windows in the epochs", cfg.Stages[2].Settle))
+	}
 	cfg.Replicas, cfg.SyncEvery = []int{2, 1, 3}, 2
 	var slaves []string
 	for i, r := range cfg.Replicas {

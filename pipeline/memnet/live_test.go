@@ -31,10 +31,10 @@ func TestLiveCheckpoints(t *testing.T) {
 			t.Errorf("rbm %d: live weights differ from the simulated run's", i+1)
 		}
 	}
-	// 18 windows per RBM and 6 of the settle phase, a checkpoint every 2:
-	// 12 each.
-	if len(checkpoints) != 36 {
-		t.Errorf("%d checkpoints stored; want 36", len(checkpoints))
+	// 18 windows per RBM and those of the settle phase, a checkpoint
+	// every 2.
+	if want := 3 * (18 + cfg.Stages[0].Settle.Windows) / 2; len(checkpoints) != want {
+		t.Errorf("%d checkpoints stored; want %d", len(checkpoints), want)
 	}
 	names, _ := store.List(context.Background())
 	if len(names) < 3 {

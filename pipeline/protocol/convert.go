@@ -24,7 +24,7 @@ func StageConfig(a *messages.Assign) (pipeline.StageConfig, error) {
 		LearningRate: [2]float64{a.LearningRate.Initial, a.LearningRate.Final},
 		Momentum:     [2]float64{a.Momentum.Initial, a.Momentum.Final},
 		WeightDecay:  a.WeightDecay, Seed: a.Seed, LCopyOnce: a.LCopyOnce,
-		Settle: pipeline.Settle{From: a.SettleFrom, Windows: a.SettleWindows, Train: a.SettleTrain, LearningRate: a.SettleLearningRate},
+		Settle: pipeline.Settle{From: a.SettleFrom, Windows: a.SettleWindows, Start: a.SettleStart, Train: a.SettleTrain, LearningRate: a.SettleLearningRate},
 	}, nil
 }
 
@@ -40,7 +40,7 @@ func assignment(run Run, c pipeline.StageConfig, rbms, rows, credits, checkpoint
 		WeightDecay:  c.WeightDecay, Seed: c.Seed,
 		BatchesPerEpoch: pipeline.BatchesPerEpoch(rows, c.BatchSize), RowsPerEpoch: rows,
 		Upstream: up, Downstream: down, Credits: credits, CheckpointEvery: checkpointEvery,
-		SettleFrom: c.Settle.From, SettleWindows: c.Settle.Windows, SettleTrain: c.Settle.Train, SettleLearningRate: c.Settle.LearningRate,
+		SettleFrom: c.Settle.From, SettleWindows: c.Settle.Windows, SettleStart: c.Settle.Start, SettleTrain: c.Settle.Train, SettleLearningRate: c.Settle.LearningRate,
 		LCopyOnce: c.LCopyOnce,
 	}
 }
