@@ -164,7 +164,8 @@ const MaxProbeRows = 10000
 type Settle struct {
 	// Fraction is the settle phase's length, as a fraction of the run's
 	// windows: F = Fraction x windows / (L-1) a stage, at least
-	// pipeline.MinSettleWindows, the top RBM annealing over (L-1)·F; in
+	// pipeline.MinSettleWindows (or pipeline.MinSettleBatches' worth of
+	// long windows), the top RBM annealing over (L-1)·F; in
 	// [0, 1]; 0 turns it off (the paper's schedule). Default 0.2.
 	Fraction float64 `mapstructure:"fraction"`
 	// LearningRate is the rate each RBM's settle phase restarts at, falling

@@ -322,6 +322,14 @@ func TestSettlePhase(t *testing.T) {
 		t.Error("a stage without a settle phase trained a window of epoch Epochs")
 	}
 
+	// The floor of settle windows is MinSettleWindows, or at K > 10 the
+	// windows of MinSettleBatches.
+	for k, want := range map[int]int{1: MinSettleWindows, 10: MinSettleWindows, 11: 4, 20: 2, 50: 1, 200: 1} {
+		if got := minSettleWindows(k); got != want {
+			t.Errorf("K = %d: at least %d settle windows; want %d", k, got, want)
+		}
+	}
+
 	// Settle windows that would take more than MaxInEpochs of the epochs
 	// go after them: 12 windows of the 12, a settle phase longer than an
 	// epoch, 3 more epochs of 4.

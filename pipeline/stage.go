@@ -91,6 +91,21 @@ const (
 // 1.07x with 3, 0.83x with 4 (experiments/settle_schedule_brief.yaml).
 const MinSettleWindows = 4
 
+// MinSettleBatches caps MinSettleWindows where windows are long: at K >
+// 10 the fewest settle windows are those that hold this many mini-batches
+// (4 windows at K = 10). Four windows of K = 200 made the quickstart
+// job's settle phase 8 windows, too many for its 10 in the epochs: after
+// them its top RBM trained 1.8 times its epochs' mini-batches, and
+// pipelined took 1.23x greedy's time on 3 emulated machines
+// (experiments/kstudy_emulated.yaml).
+const MinSettleBatches = 40
+
+// minSettleWindows is the fewest settle windows F of a stage at K
+// mini-batches a window.
+func minSettleWindows(k int) int {
+	return max(1, min(MinSettleWindows, (MinSettleBatches+k-1)/max(k, 1)))
+}
+
 // MaxInEpochs is the largest share of the epochs' windows the settle
 // windows may take in SettleInEpochs; a run too brief for them has them
 // after its epochs (SettleAfter). Restarting RBM_2 on the first window,
@@ -109,8 +124,8 @@ func (st Settle) rate(t, batches int, final float64) float64 {
 
 // PlanSettle sets the Settle of every stage of a pipelined run over n
 // examples whose settle phase takes fraction of its windows: F windows
-// for each stage above the first (at least MinSettleWindows where
-// fraction > 0), where schedule places them (after the epochs where
+// for each stage above the first (at least MinSettleWindows, or
+// MinSettleBatches' worth at K > 10, where fraction > 0), where schedule places them (after the epochs where
 // SettleInEpochs would take more than MaxInEpochs of them), the learning
 // rate restarting at rate.
 func PlanSettle(cfgs []StageConfig, n int, fraction, rate float64, schedule SettleSchedule) {
@@ -120,7 +135,7 @@ func PlanSettle(cfgs []StageConfig, n int, fraction, rate float64, schedule Sett
 	}
 	c := cfgs[0]
 	from := c.Epochs * WindowsPerEpoch(n, c.BatchSize, c.K)
-	f := max(MinSettleWindows, int(math.Round(fraction*float64(from)/float64(L-1))))
+	f := max(minSettleWindows(c.K), int(math.Round(fraction*float64(from)/float64(L-1))))
 	windows, start := (L-1)*f, from
 	if schedule == SettleInEpochs && float64(windows) <= MaxInEpochs*float64(from) {
 		windows, start = 0, max(0, from-(L-1)*f)
