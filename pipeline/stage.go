@@ -125,9 +125,9 @@ func (st Settle) rate(t, batches int, final float64) float64 {
 // PlanSettle sets the Settle of every stage of a pipelined run over n
 // examples whose settle phase takes fraction of its windows: F windows
 // for each stage above the first (at least MinSettleWindows, or
-// MinSettleBatches' worth at K > 10, where fraction > 0), where schedule places them (after the epochs where
-// SettleInEpochs would take more than MaxInEpochs of them), the learning
-// rate restarting at rate.
+// MinSettleBatches' worth at K > 10, where fraction > 0), where schedule
+// places them (after the epochs where SettleInEpochs would take more than
+// MaxInEpochs of them), the learning rate restarting at rate.
 func PlanSettle(cfgs []StageConfig, n int, fraction, rate float64, schedule SettleSchedule) {
 	L := len(cfgs)
 	if L < 2 || fraction <= 0 || n < 1 {
@@ -138,14 +138,10 @@ func PlanSettle(cfgs []StageConfig, n int, fraction, rate float64, schedule Sett
 	f := max(minSettleWindows(c.K), int(math.Round(fraction*float64(from)/float64(L-1))))
 	windows, start := (L-1)*f, from
 	if schedule == SettleInEpochs && float64(windows) <= MaxInEpochs*float64(from) {
-		windows, start = 0, max(0, from-(L-1)*f)
+		windows, start = 0, from-windows
 	}
 	for i := range cfgs {
-		st := Settle{From: from, Windows: windows, Start: start, LearningRate: rate}
-		if i > 0 {
-			st.Train = min(i*f, from+windows-start)
-		}
-		cfgs[i].Settle = st
+		cfgs[i].Settle = Settle{From: from, Windows: windows, Start: start, Train: i * f, LearningRate: rate}
 	}
 }
 
