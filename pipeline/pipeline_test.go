@@ -383,16 +383,37 @@ func TestSettlePhaseSamples(t *testing.T) {
 	}
 }
 
-// A stage on r stage replicas restarts its settle phase at the rate over r;
-// the others keep it.
+// A stage on r stage replicas restarts its settle phase at the rate over r
+// and, in the epochs, anneals over r times its windows, ending where it
+// did; the others keep their part. After the epochs only the rate changes.
 func TestSettleReplicas(t *testing.T) {
 	t.Parallel()
-	cfgs := testConfigs([]int{12, 8, 6, 4}, 2, 4, 2)
-	PlanSettle(cfgs, 40, 0.2, 0.09, SettleInEpochs)
-	SettleReplicas(cfgs, []int{1, 1, 3})
-	for i, want := range []float64{0.09, 0.09, 0.03} {
-		if got := cfgs[i].Settle.LearningRate; math.Abs(got-want) > 1e-12 {
-			t.Errorf("rbm %d: settle restart %g; want %g", i+1, got, want)
+	for _, tc := range []struct {
+		schedule SettleSchedule
+		n        int
+	}{{SettleInEpochs, 400}, {SettleInEpochs, 40}, {SettleAfter, 400}} {
+		cfgs := testConfigs([]int{12, 8, 6, 4}, 2, 4, 2)
+		PlanSettle(cfgs, tc.n, 0.2, 0.09, tc.schedule)
+		plain := slices.Clone(cfgs)
+		SettleReplicas(cfgs, []int{1, 1, 3})
+		for i, want := range []float64{0.09, 0.09, 0.03} {
+			if got := cfgs[i].Settle.LearningRate; math.Abs(got-want) > 1e-12 {
+				t.Errorf("%v, %d examples: rbm %d: settle restart %g; want %g", tc.schedule, tc.n, i+1, got, want)
+			}
+		}
+		for i := range 2 {
+			if got, want := cfgs[i].Settle, plain[i].Settle; got != want {
+				t.Errorf("%v, %d examples: rbm %d on one slave: settle %+v; want %+v", tc.schedule, tc.n, i+1, got, want)
+			}
+		}
+		got, was := cfgs[2].Settle, plain[2].Settle
+		want := min(3*was.Train, was.Start+was.Train-1)
+		if tc.schedule == SettleAfter || was.Windows > 0 {
+			want = was.Train
+		}
+		if got.Train != want || got.Start+got.Train != was.Start+was.Train || got.Start < 1 {
+			t.Errorf("%v, %d examples: rbm 3 on 3 replicas trains settle windows %d to %d; want %d ending at %d (one slave: from %d)",
+				tc.schedule, tc.n, got.Start, got.Start+got.Train-1, want, was.Start+was.Train-1, was.Start)
 		}
 	}
 }
