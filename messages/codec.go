@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"math"
 	"reflect"
+	"unsafe"
 )
 
 // Version is the version of the wire format that Encode writes and Decode
@@ -58,27 +59,54 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // ErrInvalid, if m is inconsistent, so that a buggy sender learns of it
 // rather than its peer.
 func Encode(m Message) ([]byte, error) {
+	if err := checkEncode(m); err != nil {
+		return nil, err
+	}
+	return encode(make([]byte, 0, encodedSizeHint(m)), m)
+}
+
+// checkEncode reports whether m may be encoded: not nil, and valid. It
+// comes before encodedSizeHint, which reads m's fields.
+func checkEncode(m Message) error {
 	if m == nil || reflect.ValueOf(m).IsNil() {
-		return nil, fmt.Errorf("encode: nil message: %w", ErrInvalid)
+		return fmt.Errorf("encode: nil message: %w", ErrInvalid)
 	}
-	k := m.Kind()
 	if err := m.validate(); err != nil {
-		return nil, fmt.Errorf("encode %v: %w", k, err)
+		return fmt.Errorf("encode %v: %w", m.Kind(), err)
 	}
-	c := coder{b: make([]byte, headerSize, headerSize+bodySizeHint(m)+trailerSize)}
-	copy(c.b, magic)
-	binary.LittleEndian.PutUint16(c.b[4:], Version)
-	c.b[6] = byte(k)
+	return nil
+}
+
+// encode appends m, which checkEncode accepted, to dst in the wire format.
+// It is the one encoding routine of Encode and EncodeEach: dst may hold
+// bytes of the caller's before the message (EncodeEach's room for a
+// fragment header), which are left alone and kept out of the checksum.
+func encode(dst []byte, m Message) ([]byte, error) {
+	k := m.Kind()
+	start := len(dst)
+	c := coder{b: append(dst, magic...)}
+	c.b = binary.LittleEndian.AppendUint16(c.b, Version)
+	c.b = append(c.b, byte(k))
+	c.b = append(c.b, 0, 0, 0, 0) // the body length, filled in below
 	m.fields(&c)
 	if c.err != nil {
 		return nil, fmt.Errorf("encode %v: %w", k, c.err)
 	}
-	body := len(c.b) - headerSize
+	body := len(c.b) - start - headerSize
 	if uint64(body) > math.MaxUint32 {
 		return nil, fmt.Errorf("encode %v: body of %d bytes: %w", k, body, ErrTooLarge)
 	}
-	binary.LittleEndian.PutUint32(c.b[7:], uint32(body))
-	return binary.LittleEndian.AppendUint32(c.b, crc32.Checksum(c.b, castagnoli)), nil
+	binary.LittleEndian.PutUint32(c.b[start+7:], uint32(body))
+	return binary.LittleEndian.AppendUint32(c.b, crc32.Checksum(c.b[start:], castagnoli)), nil
+}
+
+// payloadChecksum returns the CRC-32C of the whole of enc, a message that
+// encode wrote, from the one in its trailer: the trailer is the checksum of
+// everything before it, so four more bytes finish the sum, and a fragment
+// header gets the checksum of its payload without a second pass over it.
+func payloadChecksum(enc []byte) uint32 {
+	trailer := enc[len(enc)-trailerSize:]
+	return crc32.Update(binary.LittleEndian.Uint32(trailer), castagnoli, trailer)
 }
 
 // Decode parses one message in the wire format; b must hold exactly one.
@@ -141,6 +169,11 @@ func bodySizeHint(m Message) int {
 		return small + 4*(len(m.W)+len(m.A)+len(m.B)+len(m.VelW)+len(m.VelA)+len(m.VelB)+len(m.RNG)) + 8*len(m.ReconErrors)
 	}
 	return small
+}
+
+// encodedSizeHint estimates the length of m in the wire format.
+func encodedSizeHint(m Message) int {
+	return headerSize + bodySizeHint(m) + trailerSize
 }
 
 // coder writes the fields of a message body or reads them back, one field
@@ -413,10 +446,41 @@ func (c *coder) rejections(v *Rejections, field string) {
 	}
 }
 
-// putFloat32s stores v in dst as little-endian bits. Four values a step
-// let the compiler drop the bounds checks: twice the speed of the plain
-// loop.
+// littleEndian says whether this host stores a float32 in memory as its
+// little-endian wire bits, so that arrays can be copied as they are.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// float32Bytes returns the memory of v as bytes, in the host's order.
+func float32Bytes(v []float32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 4*len(v))
+}
+
+// putFloat32s stores v in dst as little-endian bits. On a little-endian
+// host that is a plain copy of v's memory, as fast as memmove.
 func putFloat32s(dst []byte, v []float32) {
+	dst = dst[:4*len(v)]
+	if littleEndian {
+		copy(dst, float32Bytes(v))
+		return
+	}
+	putFloat32sPortable(dst, v)
+}
+
+// getFloat32s loads dst from little-endian bits in src, like putFloat32s
+// in reverse.
+func getFloat32s(dst []float32, src []byte) {
+	src = src[:4*len(dst)]
+	if littleEndian {
+		copy(float32Bytes(dst), src)
+		return
+	}
+	getFloat32sPortable(dst, src)
+}
+
+// putFloat32sPortable is putFloat32s on a host of any byte order. Four
+// values a step let the compiler drop the bounds checks: twice the speed of
+// the plain loop.
+func putFloat32sPortable(dst []byte, v []float32) {
 	dst = dst[:4*len(v)]
 	for len(v) >= 4 && len(dst) >= 16 {
 		binary.LittleEndian.PutUint32(dst[0:4], math.Float32bits(v[0]))
@@ -430,9 +494,8 @@ func putFloat32s(dst []byte, v []float32) {
 	}
 }
 
-// getFloat32s loads dst from little-endian bits in src, like putFloat32s
-// in reverse.
-func getFloat32s(dst []float32, src []byte) {
+// getFloat32sPortable is getFloat32s on a host of any byte order.
+func getFloat32sPortable(dst []float32, src []byte) {
 	src = src[:4*len(dst)]
 	for len(dst) >= 4 && len(src) >= 16 {
 		dst[0] = math.Float32frombits(binary.LittleEndian.Uint32(src[0:4]))

@@ -35,7 +35,8 @@ const partOverhead = 64
 // the high bits. An empty payload gives one fragment.
 //
 // Split panics if maxPart is not larger than FragmentHeaderSize or payload
-// is 4 GiB or longer; EncodeParts reports those as errors instead.
+// is 4 GiB or longer; EncodeParts and EncodeEach report those as errors
+// instead.
 func Split(payload []byte, maxPart int, id uint64) [][]byte {
 	if maxPart <= FragmentHeaderSize {
 		panic(fmt.Sprintf("messages: Split: maxPart %d leaves no room after the %d-byte fragment header", maxPart, FragmentHeaderSize))
@@ -44,8 +45,7 @@ func Split(payload []byte, maxPart int, id uint64) [][]byte {
 		panic(fmt.Sprintf("messages: Split: payload of %d bytes exceeds the 4 GiB fragment limit", len(payload)))
 	}
 	total := uint32(len(payload))
-	room := uint64(maxPart - FragmentHeaderSize)
-	count := uint32(max(1, (uint64(total)+room-1)/room))
+	count := partCount(total, maxPart)
 	sum := crc32.Checksum(payload, castagnoli)
 	parts := make([][]byte, count)
 	for i := range count {
@@ -57,20 +57,87 @@ func Split(payload []byte, maxPart int, id uint64) [][]byte {
 	return parts
 }
 
+// partCount returns how many fragments of at most maxPart bytes, which is
+// more than FragmentHeaderSize, a payload of total bytes needs: at least
+// one.
+func partCount(total uint32, maxPart int) uint32 {
+	room := uint64(maxPart - FragmentHeaderSize)
+	return uint32(max(1, (uint64(total)+room-1)/room))
+}
+
 // EncodeParts encodes m and splits it into fragments of at most maxPart
-// bytes; see Encode and Split.
+// bytes; see Encode and Split. The fragments are fresh slices; a sender
+// that hands them on at once does better with EncodeEach.
 func EncodeParts(m Message, maxPart int, id uint64) ([][]byte, error) {
-	if maxPart <= FragmentHeaderSize {
-		return nil, fmt.Errorf("encode parts: maxPart %d, want more than %d: %w", maxPart, FragmentHeaderSize, ErrInvalid)
-	}
-	b, err := Encode(m)
+	var parts [][]byte
+	err := EncodeEach(m, maxPart, id, func(part []byte) error {
+		parts = append(parts, bytes.Clone(part))
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if uint64(len(b)) > math.MaxUint32 {
-		return nil, fmt.Errorf("encode parts: %v of %d bytes: %w", m.Kind(), len(b), ErrTooLarge)
+	return parts, nil
+}
+
+// encodeBuffers holds *[]byte buffers for EncodeEach, so that a sender of
+// long windows reuses one buffer rather than allocating (and faulting in)
+// megabytes per window.
+var encodeBuffers sync.Pool
+
+// EncodeEach encodes m and hands emit its fragments of at most maxPart
+// bytes, in order: the same fragments as Split(Encode(m), maxPart, id),
+// made with fewer passes over the bytes. m is encoded once, into a pooled
+// buffer with room for a fragment header before it; the payload's checksum
+// comes from the encoding's own; and each fragment is that part of the
+// buffer with its header written just before it, over the tail of the part
+// emitted before, so no part is copied.
+//
+// The slice emit gets is valid only until emit returns: emit must not keep
+// it nor change it, but copy what it wants to keep (nats.Conn.Publish
+// copies it into its write buffer). An error from emit stops EncodeEach,
+// which returns it as is; the fragments emitted before it stay sent.
+func EncodeEach(m Message, maxPart int, id uint64, emit func(part []byte) error) error {
+	if maxPart <= FragmentHeaderSize {
+		return fmt.Errorf("encode parts: maxPart %d, want more than %d: %w", maxPart, FragmentHeaderSize, ErrInvalid)
 	}
-	return Split(b, maxPart, id), nil
+	if err := checkEncode(m); err != nil {
+		return err
+	}
+	bp, _ := encodeBuffers.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	if need := FragmentHeaderSize + encodedSizeHint(m); cap(*bp) < need {
+		*bp = make([]byte, 0, need)
+	}
+	b, err := encode((*bp)[:FragmentHeaderSize], m)
+	if b != nil {
+		*bp = b[:0] // keep the larger buffer if encode had to grow it
+	}
+	defer encodeBuffers.Put(bp)
+	if err != nil {
+		return err
+	}
+	payload := b[FragmentHeaderSize:]
+	if uint64(len(payload)) > math.MaxUint32 {
+		return fmt.Errorf("encode parts: %v of %d bytes: %w", m.Kind(), len(payload), ErrTooLarge)
+	}
+	total := uint32(len(payload))
+	count := partCount(total, maxPart)
+	sum := payloadChecksum(payload)
+	for i := range count {
+		lo, hi, _ := partBounds(total, count, i)
+		// Part i is payload[lo:hi], at b[FragmentHeaderSize+lo:]; its header
+		// goes in the FragmentHeaderSize bytes before it, which hold parts
+		// already emitted (or, for the first, the room left for it).
+		frag := b[lo : FragmentHeaderSize+hi : FragmentHeaderSize+hi]
+		putFragmentHeader(frag, fragHeader{id: id, index: i, count: count, total: total, sum: sum})
+		if err := emit(frag); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fragHeader is a parsed fragment header.
@@ -229,11 +296,29 @@ type Reassembler struct {
 	stats      ReassemblerStats
 }
 
-// partial is a message whose parts have not all arrived.
+// partial is a message whose parts have not all arrived. Its payload is
+// allocated whole at its first fragment, which is charged for it anyway,
+// and each part is copied straight to its place, so that completing it
+// takes no join.
 type partial struct {
-	key   fragKey
-	parts map[uint32][]byte
-	need  int64 // bytes charged to MaxBytes
+	key     fragKey
+	payload []byte   // key.total bytes, the parts that arrived in place
+	have    []uint64 // bit i: part i arrived
+	got     int      // parts that arrived
+	need    int64    // bytes charged to MaxBytes
+}
+
+// arrived reports whether part index is already held.
+func (p *partial) arrived(index uint32) bool {
+	return p.have[index/64]&(1<<(index%64)) != 0
+}
+
+// put copies part index, data, to its place.
+func (p *partial) put(index uint32, data []byte) {
+	lo, _, _ := partBounds(p.key.total, p.key.count, index)
+	copy(p.payload[lo:], data)
+	p.have[index/64] |= 1 << (index % 64)
+	p.got++
 }
 
 // NewReassembler returns a Reassembler with the given limits.
@@ -294,14 +379,20 @@ func (r *Reassembler) add(frag []byte) ([]byte, error) {
 		return nil, nil
 	}
 	if h.count == 1 {
-		return r.finish(key, [][]byte{data})
+		// A fresh slice: the caller may reuse frag.
+		return r.finish(key, append(make([]byte, 0, len(data)), data...))
 	}
 
 	var evicted error
 	p := r.partial[h.id]
 	if p == nil {
 		evicted = r.makeRoom(need)
-		p = &partial{key: key, parts: make(map[uint32][]byte), need: need}
+		p = &partial{
+			key:     key,
+			payload: make([]byte, h.total),
+			have:    make([]uint64, (h.count+63)/64),
+			need:    need,
+		}
 		r.partial[h.id] = p
 		r.order = append(r.order, h.id)
 		r.reserved += need
@@ -309,28 +400,23 @@ func (r *Reassembler) add(frag []byte) ([]byte, error) {
 		return nil, fmt.Errorf("fragment %d: %d parts, %d bytes, crc32c %08x; earlier fragments say %d, %d, %08x: %w",
 			h.id, h.count, h.total, h.sum, p.key.count, p.key.total, p.key.sum, ErrFragment)
 	}
-	if _, dup := p.parts[h.index]; dup {
+	if p.arrived(h.index) {
 		r.stats.Duplicates++
 		return nil, nil
 	}
-	p.parts[h.index] = bytes.Clone(data)
-	if len(p.parts) < int(h.count) {
+	// parseFragment checked that data is exactly part h.index of the
+	// layout, which is p's since the keys are equal.
+	p.put(h.index, data)
+	if p.got < int(h.count) {
 		return nil, evicted
 	}
 	r.drop(h.id)
-	parts := make([][]byte, h.count)
-	for i, b := range p.parts {
-		parts[i] = b
-	}
-	return r.finish(key, parts)
+	return r.finish(key, p.payload)
 }
 
-// finish joins the parts of a message, in order, and checks its checksum.
-func (r *Reassembler) finish(key fragKey, parts [][]byte) ([]byte, error) {
-	payload := make([]byte, 0, key.total)
-	for _, b := range parts {
-		payload = append(payload, b...)
-	}
+// finish checks the checksum of a whole payload, which is the caller's to
+// hand out.
+func (r *Reassembler) finish(key fragKey, payload []byte) ([]byte, error) {
 	// A corrupt message is remembered too, so its retransmitted duplicates
 	// do not start it again.
 	r.remember(key, true)
@@ -360,7 +446,7 @@ func (r *Reassembler) makeRoom(need int64) error {
 		return nil
 	}
 	return fmt.Errorf("reassemble: evicted %d incomplete message(s), the oldest %d with %d of %d parts: %w",
-		n, oldest.key.id, len(oldest.parts), oldest.key.count, ErrEvicted)
+		n, oldest.key.id, oldest.got, oldest.key.count, ErrEvicted)
 }
 
 // drop forgets the incomplete message id.

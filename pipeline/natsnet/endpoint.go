@@ -204,22 +204,26 @@ func (ep *endpoint) send(run string, e protocol.Envelope) {
 		maxPart = 1 << 20
 	}
 	ep.nextID++
-	parts, err := messages.EncodeParts(e.Msg, maxPart, ep.nextID)
-	if err != nil {
-		ep.log.Error("cannot encode a message", "message", e.String(), "error", err)
-		return
-	}
 	_, window := e.Msg.(*messages.Chunk)
-	for _, p := range parts {
-		if err := ep.nc.Publish(subject, p); err != nil {
-			if !disconnected(ep.nc, err) {
-				ep.log.Warn("cannot publish", "subject", subject, "error", err)
-			}
-			return
+	// Publish copies each part into the connection's write buffer before
+	// it returns, so EncodeEach may reuse the part's memory for the next.
+	var pubErr error
+	err := messages.EncodeEach(e.Msg, maxPart, ep.nextID, func(p []byte) error {
+		if pubErr = ep.nc.Publish(subject, p); pubErr != nil {
+			return pubErr
 		}
 		if window {
 			ep.bytesOut.Add(uint64(len(p)))
 		}
+		return nil
+	})
+	switch {
+	case pubErr != nil:
+		if !disconnected(ep.nc, pubErr) {
+			ep.log.Warn("cannot publish", "subject", subject, "error", pubErr)
+		}
+	case err != nil:
+		ep.log.Error("cannot encode a message", "message", e.String(), "error", err)
 	}
 }
 
