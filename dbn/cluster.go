@@ -63,7 +63,6 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		if err := checkPlanned(cfg, lay.replicas(), log); err != nil {
 			return nil, err
 		}
-		pipeline.SettleReplicas(stageCfgs, lay.replicas())
 		log.Info("plan of the local slaves (cluster.plan = " + cfg.Cluster.Plan + "):\n" + lay.plan.String())
 		opt.Monitor.Planned(lay.plan.String())
 	}

@@ -534,16 +534,16 @@ func TestFinishedStampWithoutANewKey(t *testing.T) {
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("RunSweep = %d rows, %v; want 1, nil", len(rows), err)
 	}
-	if got := unstamp(t, p, &rows[0].SweepRun, "Cluster", "SyncEvery"); got != 5.0 {
-		t.Fatalf("stamp's cluster.sync_every: %v; want 5 (its default)", got)
+	if got := unstamp(t, p, &rows[0].SweepRun, "Cluster", "SyncEvery"); got != 1.0 {
+		t.Fatalf("stamp's cluster.sync_every: %v; want 1 (its default)", got)
 	}
 	if res, why := finished(p, &rows[0].SweepRun); res == nil {
 		t.Errorf("a stamp without cluster.sync_every, at its default now: not reused (%s); want reused", why)
 	}
-	changed := plan(t, writeConfig(t, strings.Replace(baseConfig, "cluster: {cpus_per_worker: 0.5}", "cluster: {cpus_per_worker: 0.5, sync_every: 1}", 1)))
+	changed := plan(t, writeConfig(t, strings.Replace(baseConfig, "cluster: {cpus_per_worker: 0.5}", "cluster: {cpus_per_worker: 0.5, sync_every: 5}", 1)))
 	changed.Dir = p.Dir
 	if res, why := finished(changed, &changed.Runs[0]); res != nil || why != "the configuration changed since it ran" {
-		t.Errorf("the same stamp with cluster.sync_every 1 now: reused %v (%q); want run again, the configuration changed", res != nil, why)
+		t.Errorf("the same stamp with cluster.sync_every 5 now: reused %v (%q); want run again, the configuration changed", res != nil, why)
 	}
 }
 

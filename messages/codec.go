@@ -11,8 +11,11 @@ import (
 )
 
 // Version is the version of the wire format that Encode writes and Decode
-// accepts. Change it whenever a body layout changes.
-const Version uint16 = 8
+// accepts. Change it whenever a body layout changes, or what a field
+// means: in version 9 an Assign to a stage replica carries the stage's own
+// learning rates (the replica takes a step per sub-batch), where 8 carried
+// them scaled by the replicas.
+const Version uint16 = 9
 
 const (
 	magic = "PDBN"

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -383,37 +384,49 @@ func TestSettlePhaseSamples(t *testing.T) {
 	}
 }
 
-// A stage on r stage replicas restarts its settle phase at the rate over r
-// and, in the epochs, anneals over r times its windows, ending where it
-// did; the others keep their part. After the epochs only the rate changes.
-func TestSettleReplicas(t *testing.T) {
+// A stage replica, one of r, trains each mini-batch as r sub-batches, a
+// step each at the stage's rates: exactly what one slave does with a window
+// of those sub-batches, middle results and biases included, a short last
+// mini-batch split unevenly and a mini-batch of fewer rows than replicas
+// one step a row.
+func TestReplicaSteps(t *testing.T) {
 	t.Parallel()
+	const visible, hidden = 12, 8
 	for _, tc := range []struct {
-		schedule SettleSchedule
-		n        int
-	}{{SettleInEpochs, 400}, {SettleInEpochs, 40}, {SettleAfter, 400}} {
-		cfgs := testConfigs([]int{12, 8, 6, 4}, 2, 4, 2)
-		PlanSettle(cfgs, tc.n, 0.2, 0.09, tc.schedule)
-		plain := slices.Clone(cfgs)
-		SettleReplicas(cfgs, []int{1, 1, 3})
-		for i, want := range []float64{0.09, 0.09, 0.03} {
-			if got := cfgs[i].Settle.LearningRate; math.Abs(got-want) > 1e-12 {
-				t.Errorf("%v, %d examples: rbm %d: settle restart %g; want %g", tc.schedule, tc.n, i+1, got, want)
-			}
+		replicas int
+		rows     []int
+		subs     []int
+	}{
+		{2, []int{8, 8, 5}, []int{4, 4, 4, 4, 3, 2}},
+		{3, []int{8, 2}, []int{3, 3, 2, 1, 1}},
+		{1, []int{8, 3}, []int{8, 3}},
+	} {
+		cfg := testConfigs([]int{visible, hidden}, 2, 8, len(tc.rows))[0]
+		rows := 0
+		for _, r := range tc.rows {
+			rows += r
 		}
-		for i := range 2 {
-			if got, want := cfgs[i].Settle, plain[i].Settle; got != want {
-				t.Errorf("%v, %d examples: rbm %d on one slave: settle %+v; want %+v", tc.schedule, tc.n, i+1, got, want)
-			}
+		x := examples(3, rows, visible)
+		replica := cfg
+		replica.Replicas = tc.replicas
+		a, b := NewStage(replica), NewStage(cfg)
+		outA := &Window{X: make([]float32, rows*hidden)}
+		outB := &Window{X: make([]float32, rows*hidden)}
+		if err := a.Train(&Window{Rows: tc.rows, X: x}, outA); err != nil {
+			t.Fatal(err)
 		}
-		got, was := cfgs[2].Settle, plain[2].Settle
-		want := min(3*was.Train, was.Start+was.Train-1)
-		if tc.schedule == SettleAfter || was.Windows > 0 {
-			want = was.Train
+		if err := b.Train(&Window{Rows: tc.subs, X: x}, outB); err != nil {
+			t.Fatal(err)
 		}
-		if got.Train != want || got.Start+got.Train != was.Start+was.Train || got.Start < 1 {
-			t.Errorf("%v, %d examples: rbm 3 on 3 replicas trains settle windows %d to %d; want %d ending at %d (one slave: from %d)",
-				tc.schedule, tc.n, got.Start, got.Start+got.Train-1, want, was.Start+was.Train-1, was.Start)
+		name := fmt.Sprintf("%d replicas, mini-batches %v", tc.replicas, tc.rows)
+		if !slices.Equal(a.RBM().W, b.RBM().W) || !slices.Equal(a.RBM().B, b.RBM().B) || !slices.Equal(a.RBM().A, b.RBM().A) {
+			t.Errorf("%s: weights differ from one slave's on sub-batches %v", name, tc.subs)
+		}
+		if !slices.Equal(outA.X, outB.X) || !slices.Equal(outA.Bias, outB.Bias) {
+			t.Errorf("%s: middle result differs from one slave's on sub-batches %v", name, tc.subs)
+		}
+		if got := a.Stats().Batches; got != len(tc.rows) {
+			t.Errorf("%s: %d mini-batches counted; want %d", name, got, len(tc.rows))
 		}
 	}
 }

@@ -24,7 +24,8 @@ func StageConfig(a *messages.Assign) (pipeline.StageConfig, error) {
 		LearningRate: [2]float64{a.LearningRate.Initial, a.LearningRate.Final},
 		Momentum:     [2]float64{a.Momentum.Initial, a.Momentum.Final},
 		WeightDecay:  a.WeightDecay, Seed: a.Seed, LCopyOnce: a.LCopyOnce,
-		Settle: pipeline.Settle{From: a.SettleFrom, Windows: a.SettleWindows, Start: a.SettleStart, Train: a.SettleTrain, LearningRate: a.SettleLearningRate},
+		Settle:   pipeline.Settle{From: a.SettleFrom, Windows: a.SettleWindows, Start: a.SettleStart, Train: a.SettleTrain, LearningRate: a.SettleLearningRate},
+		Replicas: a.Replicas,
 	}, nil
 }
 

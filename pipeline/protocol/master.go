@@ -25,10 +25,10 @@ type MasterConfig struct {
 	// Replicas[i-1], at least 1): slaves that train it data-parallel, each
 	// the windows g with g mod r = its replica (see Replica), and that
 	// average their parameters every SyncEvery of their windows through the
-	// master (see messages.Params). Each trains at r times its stage's
-	// learning rates (ReplicaRate): the mean of r replicas' updates moves an
-	// RBM as far as one update, where one RBM training their windows in a
-	// row would have made r of them. Nil: one slave per RBM.
+	// master (see messages.Params). Each takes r steps a mini-batch, one
+	// per sub-batch (pipeline.StageConfig.Replicas), so that the mean of
+	// the replicas' updates moves the RBM as far as one slave training
+	// their windows in a row. Nil: one slave per RBM.
 	Replicas []int
 	// SyncEvery is how many windows a replica trains between two averages:
 	// at least 1 where an RBM has replicas, and a divisor of
@@ -555,14 +555,6 @@ func (m *Master) pumpFeed() {
 	}
 }
 
-// ReplicaRate is the factor on the learning rates of each of r stage
-// replicas: r (the linear scaling rule of data-parallel SGD), at most 4.
-// Measured on the quickstart DBN (README, "Stage replicas"): on 4
-// replicas without it RBM_1 ended with 1.41 times greedy's reconstruction
-// error, with it 1.01; on 8 replicas a factor of 8 made RBM_3's 10 times
-// greedy's, one of 4 1.22 times.
-func ReplicaRate(r int) float64 { return float64(min(r, 4)) }
-
 func (m *Master) assignment(s *seat) *messages.Assign {
 	up, down := m.neighbours(s.at)
 	c := m.cfg
@@ -571,10 +563,6 @@ func (m *Master) assignment(s *seat) *messages.Assign {
 	a.Replica, a.Replicas = s.at.Replica, len(m.seats[s.at.RBM])
 	if a.Replicas > 1 {
 		a.SyncEvery = c.SyncEvery
-		rate := ReplicaRate(a.Replicas)
-		a.LearningRate.Initial *= rate
-		a.LearningRate.Final *= rate
-		a.SettleLearningRate *= rate
 	}
 	a.Process = s.process.process
 	return a
