@@ -235,8 +235,10 @@ type Cluster struct {
 	// window, for 1% of the time (README, "Stage replicas").
 	SyncEvery int `mapstructure:"sync_every"`
 	// MaxReplicas is how many stage replicas cluster.plan = auto may give
-	// a stage group. Default 1: none, for replicas cost quality (README,
-	// "Stage replicas").
+	// a stage group. Default 4 (1 until 2026-11-27, when replicas cost
+	// quality): since replicas take a step per sub-batch, a replicated RBM
+	// ends where one slave's does, and a machine more than the RBMs trains
+	// a replica rather than idling (README, "Stage replicas").
 	MaxReplicas int `mapstructure:"max_replicas"`
 	// Replicate is which groups those replicas may go to: top (default:
 	// the top RBM alone, in a group of its own, whose replicas cost no
@@ -413,7 +415,7 @@ func Defaults() map[string]any {
 		"cluster.local_slaves":           0,
 		"cluster.machine_cpus":           []float64{},
 		"cluster.sync_every":             1,
-		"cluster.max_replicas":           1,
+		"cluster.max_replicas":           4,
 		"cluster.replicate":              ReplicateTop,
 		"cluster.replica_tolerance":      0.1,
 		"finetune.epochs":                10,

@@ -18,7 +18,9 @@
 // 392k : 250k : 1000k) and element-wise work that experiments/results/
 // rbm_cd1_vs_gemm5 puts at about UnitWork = 280 flops per unit and sample.
 // Whether the visible units are Bernoulli or Gaussian changes neither term
-// noticeably, so the model ignores it.
+// noticeably, so the model ignores it. Each step costs StepRows samples more
+// (the weight update and the GEMMs' fixed costs, 8 fitted): a stage
+// replica, one of r, takes r steps a mini-batch, a sub-batch each.
 //
 // A machine (Machine) has CPUs and a Speed in GFLOP/s per CPU of that work.
 // A slave would measure it at registration: about a second of single-
@@ -30,9 +32,10 @@
 //
 // A window is BatchSize·K samples (an epoch's last, shorter window counts as
 // a full one). A group of RBMs i..j on r replicas, each replica training
-// every r-th window, takes per window
+// every r-th window in K·r steps, takes per window
 //
-//	compute  = work of RBMs i..j on a window / (training rate of the slowest replica) / r
+//	work     = (BatchSize·K + StepRows·K·r) · SampleWork of RBMs i..j
+//	compute  = work / (training rate of the slowest replica) / r
 //	messages = (in + out bytes) · ByteWork / (handling rate) / r
 //	sync     = (r·P / bandwidth + 2·latency + 2·P·ByteWork / handling rate) / (S·r)  (r > 1)
 //	link     = max(in, out) / bandwidth / r

@@ -25,11 +25,11 @@ func ExampleAuto() {
 	}
 	fmt.Print(p)
 	// Output:
-	// auto plan (exact): 3 RBMs on 3 of 3 machines, 0.345 s per window (bottleneck: group 1)
-	// predicted 42.0 s for 120 windows; greedy on a 90.9 s; speed-up 2.17, efficiency 0.72
+	// auto plan (exact): 3 RBMs on 3 of 3 machines, 0.354 s per window (bottleneck: group 1)
+	// predicted 43.1 s for 120 windows; greedy on a 93.8 s; speed-up 2.17, efficiency 0.72
 	//   group  RBMs  machines  compute s  messages s  sync s  link s  window s
-	//       1   1-2         a      0.301       0.044   0.000   0.064     0.345 *
-	//       2     3       b,c      0.228       0.009   0.046   0.020     0.282
+	//       1   1-2         a      0.311       0.044   0.000   0.064     0.354 *
+	//       2     3       b,c      0.243       0.009   0.046   0.020     0.297
 }
 
 // A plan written by hand is checked, every problem reported.

@@ -28,9 +28,8 @@ const (
 // v0ᵀ·h0 and vkᵀ·hk), each 2·visible·hidden flops per sample, plus
 // UnitWork·k·(visible + hidden) for the element-wise work. For CD-1 that is
 // 10·v·h + 280·(v + h): the quickstart DBN's RBMs cost 4.28, 2.78 and 10.70
-// MFLOP per sample. The per-step weight update (visible·hidden per
-// mini-batch, not per sample) is left out: 1/batch of a GEMM. It panics
-// unless the sizes are positive and cdK >= 1.
+// MFLOP per sample. What a step costs whatever its rows is StepRows'. It
+// panics unless the sizes are positive and cdK >= 1.
 func SampleWork(visible, hidden, cdK int) float64 {
 	if visible < 1 || hidden < 1 || cdK < 1 {
 		panic(fmt.Sprintf("plan: SampleWork(%d, %d, %d): want positive sizes and k", visible, hidden, cdK))
@@ -39,15 +38,31 @@ func SampleWork(visible, hidden, cdK int) float64 {
 	return 2*(3+2*k)*v*h + UnitWork*k*(v+h)
 }
 
+// StepRows is what a CD step costs beyond its samples' SampleWork, in
+// samples: the weight update (visible·hidden values a step, not a sample)
+// and the GEMMs' fixed costs. A stage replica, one of r, takes r steps a
+// mini-batch of B rows (pipeline.StageConfig.Replicas), each sample then
+// costing SampleWork·(1 + StepRows·r/B). Fitted on one thread of this
+// project's machine: CD-1 784x500, 500x2000 and 500x500 took 1.21x as long a
+// sample in mini-batches of 32 as of 256 (1 + 8/32 over 1 + 8/256), 1.09-1.10x
+// in 64 (1.09 predicted), 1.03-1.06x in 128 (1.03).
+const StepRows = 8
+
+// batchWork is the work of a sample of a CD-k step on a visible x hidden
+// RBM taken in steps of rows rows.
+func batchWork(visible, hidden, cdK int, rows float64) float64 {
+	return SampleWork(visible, hidden, cdK) * (1 + StepRows/rows)
+}
+
 // SpeedFromRate returns a Machine's Speed from a calibration: a slave runs
 // CD-k steps on one thread (blas.SetThreads(1)) for about a second on a
 // visible x hidden RBM (RefVisible x RefHidden in mini-batches of RefBatch,
 // or the shapes it is about to train) and measures samplesPerSecond. The
-// result is in GFLOP/s as SampleWork counts work; it runs 5-9% above the
-// GEMM-only GFLOP/s that rbm's BenchmarkCD1 reports, which leaves the
-// element-wise work out.
+// result is in GFLOP/s as SampleWork and StepRows count work; it runs 8-12%
+// above the GEMM-only GFLOP/s that rbm's BenchmarkCD1 reports, which leaves
+// the element-wise work and the weight updates out.
 func SpeedFromRate(visible, hidden, cdK int, samplesPerSecond float64) float64 {
-	return samplesPerSecond * SampleWork(visible, hidden, cdK) / 1e9
+	return samplesPerSecond * batchWork(visible, hidden, cdK, RefBatch) / 1e9
 }
 
 // Job is the pre-training to plan: the DBN's shapes and the pipelined
@@ -252,9 +267,10 @@ type model struct {
 	// topOnly allows replicas to the top RBM alone.
 	maxReplicas int
 	topOnly     bool
-	// work[i]: flop-equivalents of one window of RBMs 0..i-1; params[i]:
-	// their parameter bytes.
-	work, params []float64
+	// work[i]: flop-equivalents of the samples of one window of RBMs
+	// 0..i-1, steps aside; steps[i]: of a step of each of them (StepRows
+	// samples); params[i]: their parameter bytes.
+	work, steps, params []float64
 	// capacity[k]: machine k's training rate in flop-equivalents per
 	// second; handle[k]: its bytes handling rate in ByteWork per second.
 	capacity, handle []float64
@@ -267,9 +283,11 @@ func newModel(job Job, cl Cluster) (*model, error) {
 	}
 	m := &model{job: job, cl: cl}
 	l := job.rbms()
-	m.work, m.params = make([]float64, l+1), make([]float64, l+1)
+	m.work, m.steps, m.params = make([]float64, l+1), make([]float64, l+1), make([]float64, l+1)
 	for i := range l {
-		m.work[i+1] = m.work[i] + job.rows()*SampleWork(job.Layers[i], job.Layers[i+1], job.cdK())
+		w := SampleWork(job.Layers[i], job.Layers[i+1], job.cdK())
+		m.work[i+1] = m.work[i] + job.rows()*w
+		m.steps[i+1] = m.steps[i] + StepRows*w
 		m.params[i+1] = m.params[i] + job.paramBytes(i)
 	}
 	for _, mc := range cl.Machines {
@@ -295,7 +313,7 @@ func (m *model) transfer(bytes float64) float64 {
 // ms (indices into the cluster).
 func (m *model) cost(i, j int, ms []int) Cost {
 	r := float64(len(ms))
-	work := m.work[j] - m.work[i]
+	work := m.groupWork(i, j, len(ms))
 	in, out := m.job.inBytes(i), m.job.outBytes(j-1)
 	// Averages through the master: each replica sends its parameters and
 	// receives their mean, one message each way, and the master's link
@@ -320,6 +338,14 @@ func (m *model) cost(i, j int, ms []int) Cost {
 	c.Link = m.transfer(max(in, out)) / r
 	c.Window = max(c.Compute+c.Messages+c.Sync, c.Link)
 	return c
+}
+
+// groupWork is the flop-equivalents of a window of RBMs i..j-1 (0-based)
+// on one of r replicas: its samples, and K steps a mini-batch for each of
+// the r (at most one a row), each StepRows samples more.
+func (m *model) groupWork(i, j, r int) float64 {
+	steps := float64(m.job.K * min(r, m.job.BatchSize))
+	return m.work[j] - m.work[i] + steps*(m.steps[j]-m.steps[i])
 }
 
 // masterLink is the seconds per window the master's link needs to stream

@@ -181,7 +181,7 @@ func (m *model) evaluate(s Strategy, exact bool, spans []span) *Plan {
 	}
 	w := float64(m.job.Windows)
 	p.Seconds = (w-1)*p.Window + fill
-	p.Greedy = w * m.work[m.job.rbms()] / m.capacity[fastest]
+	p.Greedy = w * m.groupWork(0, m.job.rbms(), 1) / m.capacity[fastest]
 	p.GreedyOn = m.cl.Machines[fastest].Name
 	p.capacity = total / m.capacity[fastest]
 	return p
