@@ -241,9 +241,11 @@ type Cluster struct {
 	// a replica rather than idling (README, "Stage replicas").
 	MaxReplicas int `mapstructure:"max_replicas"`
 	// Replicate is which groups those replicas may go to: top (default:
-	// the top RBM alone, in a group of its own, whose replicas cost no
-	// quality where they were measured) or any (the fastest plans, which
-	// replicate the RBMs below too and cost their quality).
+	// the top RBM alone, in a group of its own) or any (the fastest plans,
+	// which replicate the RBMs below too). Since replicas take a step per
+	// sub-batch (2026-11-27) neither costs quality where measured; any
+	// makes more, smaller sub-batches, which the planner prices by a
+	// constant fitted on one thread (plan.StepRows).
 	Replicate Replicate `mapstructure:"replicate"`
 	// ReplicaTolerance is how much slower, as a fraction of the fastest
 	// plan's predicted time per window, a plan with fewer stage replicas

@@ -117,8 +117,9 @@ func (s *SettleSchedule) UnmarshalText(b []byte) error {
 type Replicate int
 
 const (
-	// ReplicateTop replicates the top RBM alone, in a group of its own:
-	// measured, its replicas cost no quality, those of an RBM below did.
+	// ReplicateTop replicates the top RBM alone, in a group of its own
+	// (until replicas took a step per sub-batch, those of an RBM below
+	// cost quality).
 	ReplicateTop Replicate = iota
 	// ReplicateAny lets any group have replicas: the fastest plans.
 	ReplicateAny
