@@ -118,10 +118,11 @@ type Replicate int
 
 const (
 	// ReplicateTop replicates the top RBM alone, in a group of its own
-	// (until replicas took a step per sub-batch, those of an RBM below
-	// cost quality).
+	// (the default until replicas took a step per sub-batch: those of an
+	// RBM below cost quality).
 	ReplicateTop Replicate = iota
-	// ReplicateAny lets any group have replicas: the fastest plans.
+	// ReplicateAny lets any group have replicas: the fastest plans, the
+	// default.
 	ReplicateAny
 )
 
