@@ -44,8 +44,8 @@ func SampleWork(visible, hidden, cdK int) float64 {
 // mini-batch of B rows (pipeline.StageConfig.Replicas), each sample then
 // costing SampleWork·(1 + StepRows·r/B). Fitted on one thread of this
 // project's machine: CD-1 784x500, 500x2000 and 500x500 took 1.21x as long a
-// sample in mini-batches of 32 as of 256 (1 + 8/32 over 1 + 8/256), 1.09-1.10x
-// in 64 (1.09 predicted), 1.03-1.06x in 128 (1.03).
+// sample in mini-batches of 32 as of 256 (1 + 8/32 over 1 + 8/256), 1.08-1.10x
+// in 64 (1.09 predicted), 1.03-1.05x in 128 (1.03).
 const StepRows = 8
 
 // batchWork is the work of a sample of a CD-k step on a visible x hidden
