@@ -69,6 +69,43 @@ func BenchmarkSendChunk(b *testing.B) {
 	}
 }
 
+// BenchmarkReceiveChunk is a receiver's share of BenchmarkSendChunk: 1 MiB
+// parts reassembled and decoded, by Add and Decode (a second checksum
+// pass, a copy of the data), or by AddMessage, as an endpoint receives.
+func BenchmarkReceiveChunk(b *testing.B) {
+	c := benchChunk()
+	parts, err := EncodeParts(c, DefaultMaxPart, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, owned := range []bool{false, true} {
+		name := "Add+Decode"
+		if owned {
+			name = "AddMessage"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(4 * len(c.Data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var r Reassembler // a fresh one: the parts' id is new to it
+				for _, p := range parts {
+					if owned {
+						sinkMsg, _, err = r.AddMessage(p)
+					} else if sinkBytes, err = r.Add(p); sinkBytes != nil && err == nil {
+						sinkMsg, err = Decode(sinkBytes)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				if sinkMsg == nil {
+					b.Fatal("no message")
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkEncodeEachChunk is a sender's share of BenchmarkSendChunk the
 // way an endpoint sends: EncodeEach into 1 MiB parts, each copied once, as
 // nats.Conn.Publish copies it into its write buffer.

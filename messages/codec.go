@@ -15,7 +15,7 @@ import (
 // means: in version 9 an Assign to a stage replica carries the stage's own
 // learning rates (the replica takes a step per sub-batch), where 8 carried
 // them scaled by the replicas.
-const Version uint16 = 9
+const Version uint16 = 10
 
 const (
 	magic = "PDBN"
@@ -87,7 +87,7 @@ func checkEncode(m Message) error {
 func encode(dst []byte, m Message) ([]byte, error) {
 	k := m.Kind()
 	start := len(dst)
-	c := coder{b: append(dst, magic...)}
+	c := coder{b: append(dst, magic...), base: start}
 	c.b = binary.LittleEndian.AppendUint16(c.b, Version)
 	c.b = append(c.b, byte(k))
 	c.b = append(c.b, 0, 0, 0, 0) // the body length, filled in below
@@ -103,6 +103,18 @@ func encode(dst []byte, m Message) ([]byte, error) {
 	return binary.LittleEndian.AppendUint32(c.b, crc32.Checksum(c.b[start:], castagnoli)), nil
 }
 
+// messageSum returns the CRC-32C of payload, and whether payload ends in
+// the checksum of what comes before it, as a message in the wire format
+// does (its trailer): one pass over payload for both.
+func messageSum(payload []byte) (sum uint32, trailerOK bool) {
+	if len(payload) < trailerSize {
+		return crc32.Checksum(payload, castagnoli), false
+	}
+	end := len(payload) - trailerSize
+	body := crc32.Checksum(payload[:end], castagnoli)
+	return crc32.Update(body, castagnoli, payload[end:]), body == binary.LittleEndian.Uint32(payload[end:])
+}
+
 // payloadChecksum returns the CRC-32C of the whole of enc, a message that
 // encode wrote, from the one in its trailer: the trailer is the checksum of
 // everything before it, so four more bytes finish the sum, and a fragment
@@ -116,7 +128,19 @@ func payloadChecksum(enc []byte) uint32 {
 // The result is a pointer to one of this package's structs and shares no
 // memory with b. Errors wrap ErrMagic, ErrVersion, ErrTruncated,
 // ErrTrailing, ErrChecksum, ErrKind, ErrShape or ErrInvalid.
-func Decode(b []byte) (Message, error) {
+func Decode(b []byte) (Message, error) { return decode(b, false, false) }
+
+// DecodeOwned is Decode for a b the caller hands over and never touches
+// again: where b's memory is 4-aligned, as a fresh allocation is, the
+// message's float32 arrays are b's own bytes (on a little-endian host),
+// not copies, so that a window's middle result comes in with no copy and
+// no second allocation of its size.
+func DecodeOwned(b []byte) (Message, error) { return decode(b, true, false) }
+
+// decode is Decode; alias lets float32 arrays share b (DecodeOwned), and
+// summed says that the caller found b's trailer to be the checksum of the
+// rest (messageSum), which decode then need not compute again.
+func decode(b []byte, alias, summed bool) (Message, error) {
 	if len(b) < len(magic) {
 		return nil, fmt.Errorf("decode: %d bytes, shorter than the magic: %w", len(b), ErrTruncated)
 	}
@@ -137,14 +161,16 @@ func Decode(b []byte) (Message, error) {
 		return nil, fmt.Errorf("decode %v: %d bytes, header says %d: %w", k, len(b), want, ErrTrailing)
 	}
 	end := len(b) - trailerSize
-	if got, want := crc32.Checksum(b[:end], castagnoli), binary.LittleEndian.Uint32(b[end:]); got != want {
-		return nil, fmt.Errorf("decode %v: crc32c %08x, want %08x: %w", k, got, want, ErrChecksum)
+	if !summed {
+		if got, want := crc32.Checksum(b[:end], castagnoli), binary.LittleEndian.Uint32(b[end:]); got != want {
+			return nil, fmt.Errorf("decode %v: crc32c %08x, want %08x: %w", k, got, want, ErrChecksum)
+		}
 	}
 	m := newMessage(k)
 	if m == nil {
 		return nil, fmt.Errorf("decode: %v: %w", k, ErrKind)
 	}
-	c := coder{reading: true, b: b[headerSize:end]}
+	c := coder{reading: true, b: b[headerSize:end], read: headerSize, alias: alias}
 	m.fields(&c)
 	if c.err != nil {
 		return nil, fmt.Errorf("decode %v: %w", k, c.err)
@@ -161,15 +187,18 @@ func Decode(b []byte) (Message, error) {
 // bodySizeHint estimates m's body size so that Encode allocates once.
 func bodySizeHint(m Message) int {
 	const small = 256
+	const pad = 3 // at most, before each float32 array (f32s)
 	switch m := m.(type) {
 	case *Chunk:
-		return small + 4*(len(m.Data)+len(m.Bias)) + 8*len(m.BatchRows)
+		return small + 2*pad + 4*(len(m.Data)+len(m.Bias)) + 8*len(m.BatchRows)
 	case *Weights:
-		return small + 4*(len(m.W)+len(m.A)+len(m.B)) + 8*len(m.ReconErrors)
+		return small + 3*pad + 4*(len(m.W)+len(m.A)+len(m.B)) + 8*len(m.ReconErrors)
+	case *Params:
+		return small + 3*pad + 4*(len(m.W)+len(m.A)+len(m.B))
 	case *Status:
 		return small + 8*len(m.ReconErrors)
 	case *Checkpoint:
-		return small + 4*(len(m.W)+len(m.A)+len(m.B)+len(m.VelW)+len(m.VelA)+len(m.VelB)+len(m.RNG)) + 8*len(m.ReconErrors)
+		return small + 6*pad + 4*(len(m.W)+len(m.A)+len(m.B)+len(m.VelW)+len(m.VelA)+len(m.VelB)+len(m.RNG)) + 8*len(m.ReconErrors)
 	}
 	return small
 }
@@ -192,6 +221,20 @@ type coder struct {
 	// when reading.
 	b   []byte
 	err error
+	// base is where the message starts in b, writing; reading, read is
+	// how far b's start lies into the message: pos needs either.
+	base, read int
+	// alias lets float32 arrays read back share b's memory (DecodeOwned).
+	alias bool
+}
+
+// pos returns the offset from the message's start that the next field
+// is written at or read from.
+func (c *coder) pos() int {
+	if c.reading {
+		return c.read
+	}
+	return len(c.b) - c.base
 }
 
 func (c *coder) fail(field string, format string, args ...any) {
@@ -213,6 +256,7 @@ func (c *coder) take(field string, n uint64) []byte {
 	}
 	p := c.b[:n:n]
 	c.b = c.b[n:]
+	c.read += int(n)
 	return p
 }
 
@@ -361,17 +405,47 @@ func (c *coder) get(field string, size uint64) (int, []byte) {
 	return int(n), p
 }
 
-// f32s codes a length-prefixed float32 array as raw little-endian bits. It
-// is the hot path of chunks and weights: one tight loop each way, no call
-// per element. An empty array reads back as nil.
+// f32s codes a length-prefixed float32 array as raw little-endian bits,
+// from a multiple of 4 bytes into the message: zero bytes (0 to 3) pad the
+// length prefix of a non-empty array to it. It is the hot path of chunks
+// and weights: one tight loop each way, no call per element, and, in a
+// message DecodeOwned reads from 4-aligned memory, no copy at all. An empty
+// array reads back as nil.
 func (c *coder) f32s(v *[]float32, field string) {
 	if !c.reading {
-		putFloat32s(c.put(len(*v), 4, field), *v)
-	} else if n, p := c.get(field, 4); n > 0 {
-		*v = make([]float32, n)
-		getFloat32s(*v, p)
+		c.length(len(*v), field)
+		if len(*v) > 0 {
+			c.b = append(c.b, make([]byte, pad4(c.pos()))...)
+			at := len(c.b)
+			c.b = grow(c.b, 4*len(*v))
+			putFloat32s(c.b[at:], *v)
+		}
+		return
 	}
+	var n uint32
+	c.u32(&n, field)
+	if n == 0 {
+		return
+	}
+	for _, b := range c.take(field, uint64(pad4(c.pos()))) {
+		if b != 0 {
+			c.fail(field, "padding byte %#x, want 0: %w", b, ErrInvalid)
+		}
+	}
+	p := c.take(field, 4*uint64(n))
+	if p == nil {
+		return
+	}
+	if c.alias && littleEndian && uintptr(unsafe.Pointer(unsafe.SliceData(p)))%4 == 0 {
+		*v = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(p))), n)
+		return
+	}
+	*v = make([]float32, n)
+	getFloat32s(*v, p)
 }
+
+// pad4 returns the bytes from offset at to the next multiple of 4.
+func pad4(at int) int { return (4 - at%4) % 4 }
 
 func (c *coder) f64s(v *[]float64, field string) {
 	if !c.reading {

@@ -176,9 +176,9 @@ func frame(k Kind, body []byte) []byte {
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
-// body encodes m's body without validating it.
+// body encodes m's body without validating it, for frame.
 func body(m Message) []byte {
-	var c coder
+	c := coder{base: -headerSize} // the body's place in the message: f32s pads by it
 	m.fields(&c)
 	return c.b
 }
@@ -224,7 +224,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"version 6", edit(func(b []byte) []byte { b[4] = 6; return refresh(b) }), ErrVersion},
 		{"version 7", edit(func(b []byte) []byte { b[4] = 7; return refresh(b) }), ErrVersion},
 		{"version 8", edit(func(b []byte) []byte { b[4] = 8; return refresh(b) }), ErrVersion},
-		{"version 10", edit(func(b []byte) []byte { b[4] = 10; return refresh(b) }), ErrVersion},
+		{"version 9", edit(func(b []byte) []byte { b[4] = 9; return refresh(b) }), ErrVersion},
+		{"version 11", edit(func(b []byte) []byte { b[4] = 11; return refresh(b) }), ErrVersion},
 		{"version 0", edit(func(b []byte) []byte { b[4] = 0; return refresh(b) }), ErrVersion},
 		{"flipped body bit", edit(func(b []byte) []byte { b[headerSize+20] ^= 1; return b }), ErrChecksum},
 		{"flipped crc bit", edit(func(b []byte) []byte { b[len(b)-1] ^= 0x80; return b }), ErrChecksum},

@@ -22,7 +22,10 @@
 //	"PDBN" | version uint16 | kind uint8 | body length uint32 | body | CRC-32C uint32
 //
 // with every number little-endian, strings and slices length-prefixed and
-// float arrays stored as raw IEEE-754 bits. Each kind lists its body's fields
+// float arrays stored as raw IEEE-754 bits; a float32 array starts a
+// multiple of 4 bytes into the message (0 to 3 zero bytes after its length
+// prefix), so that DecodeOwned can hand out the bytes of a payload it owns
+// as the array, no copy. Each kind lists its body's fields
 // once, and that one list both writes and reads them. Decode checks every
 // part of that frame and the message's own consistency (shapes, enum values)
 // and reports what is wrong with a wrapped sentinel error such as ErrChecksum
@@ -33,7 +36,8 @@
 //
 // A chunk is larger than a NATS message may be (1 MB by default), so Split
 // and EncodeParts cut an encoded message into fragments of at most maxPart
-// bytes, and a Reassembler, with bounded memory, puts them back together.
+// bytes, and a Reassembler, with bounded memory, puts them back together;
+// its AddMessage decodes what it completes, checksumming it once.
 //
 // The package uses only the standard library and knows nothing of NATS: any
 // transport that moves byte slices carries these messages.

@@ -347,27 +347,50 @@ func (r *Reassembler) setup() {
 // messages were dropped to make room: frag itself was kept. Duplicates are
 // dropped silently and counted in Stats.
 func (r *Reassembler) Add(frag []byte) ([]byte, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.setup()
-	payload, err := r.add(frag)
-	if err != nil && !errors.Is(err, ErrEvicted) {
-		r.stats.Rejected++
-	}
+	payload, _, err := r.take(frag)
 	return payload, err
 }
 
-func (r *Reassembler) add(frag []byte) ([]byte, error) {
+// AddMessage takes one fragment, as Add, and decodes the payload it
+// completes, as DecodeOwned does: it returns the message and the
+// payload's length, or nil, 0 and Add's error (nil, nil for a fragment
+// that completes nothing). A payload is checksummed once, for both the
+// fragments' checksum and the message's own, and its float32 arrays are
+// the payload's memory: a window comes in with one copy, its parts' into
+// place. Errors are Add's and Decode's.
+func (r *Reassembler) AddMessage(frag []byte) (Message, int, error) {
+	payload, summed, err := r.take(frag)
+	if payload == nil {
+		return nil, 0, err
+	}
+	m, err := decode(payload, true, summed)
+	return m, len(payload), err
+}
+
+// take is Add, saying too whether the payload's trailer is the checksum
+// of the rest (messageSum).
+func (r *Reassembler) take(frag []byte) ([]byte, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.setup()
+	payload, summed, err := r.add(frag)
+	if err != nil && !errors.Is(err, ErrEvicted) {
+		r.stats.Rejected++
+	}
+	return payload, summed, err
+}
+
+func (r *Reassembler) add(frag []byte) ([]byte, bool, error) {
 	h, data, err := parseFragment(frag)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if uint64(h.total) > uint64(r.cfg.MaxTotal) {
-		return nil, fmt.Errorf("fragment %d: payload of %d bytes, limit %d: %w", h.id, h.total, r.cfg.MaxTotal, ErrTooLarge)
+		return nil, false, fmt.Errorf("fragment %d: payload of %d bytes, limit %d: %w", h.id, h.total, r.cfg.MaxTotal, ErrTooLarge)
 	}
 	need := int64(h.total) + int64(h.count)*partOverhead
 	if need > r.cfg.MaxBytes {
-		return nil, fmt.Errorf("fragment %d: payload of %d bytes in %d parts needs %d bytes, limit %d: %w", h.id, h.total, h.count, need, r.cfg.MaxBytes, ErrTooLarge)
+		return nil, false, fmt.Errorf("fragment %d: payload of %d bytes in %d parts needs %d bytes, limit %d: %w", h.id, h.total, h.count, need, r.cfg.MaxBytes, ErrTooLarge)
 	}
 	key := h.key()
 	if completed, ok := r.recent[key]; ok {
@@ -376,7 +399,7 @@ func (r *Reassembler) add(frag []byte) ([]byte, error) {
 		} else {
 			r.stats.Stale++
 		}
-		return nil, nil
+		return nil, false, nil
 	}
 	if h.count == 1 {
 		// A fresh slice: the caller may reuse frag.
@@ -397,34 +420,35 @@ func (r *Reassembler) add(frag []byte) ([]byte, error) {
 		r.order = append(r.order, h.id)
 		r.reserved += need
 	} else if p.key != key {
-		return nil, fmt.Errorf("fragment %d: %d parts, %d bytes, crc32c %08x; earlier fragments say %d, %d, %08x: %w",
+		return nil, false, fmt.Errorf("fragment %d: %d parts, %d bytes, crc32c %08x; earlier fragments say %d, %d, %08x: %w",
 			h.id, h.count, h.total, h.sum, p.key.count, p.key.total, p.key.sum, ErrFragment)
 	}
 	if p.arrived(h.index) {
 		r.stats.Duplicates++
-		return nil, nil
+		return nil, false, nil
 	}
 	// parseFragment checked that data is exactly part h.index of the
 	// layout, which is p's since the keys are equal.
 	p.put(h.index, data)
 	if p.got < int(h.count) {
-		return nil, evicted
+		return nil, false, evicted
 	}
 	r.drop(h.id)
 	return r.finish(key, p.payload)
 }
 
 // finish checks the checksum of a whole payload, which is the caller's to
-// hand out.
-func (r *Reassembler) finish(key fragKey, payload []byte) ([]byte, error) {
+// hand out, and says whether its trailer checks too (messageSum).
+func (r *Reassembler) finish(key fragKey, payload []byte) ([]byte, bool, error) {
 	// A corrupt message is remembered too, so its retransmitted duplicates
 	// do not start it again.
 	r.remember(key, true)
-	if got := crc32.Checksum(payload, castagnoli); got != key.sum {
-		return nil, fmt.Errorf("fragment %d: payload crc32c %08x, want %08x: %w", key.id, got, key.sum, ErrChecksum)
+	got, trailerOK := messageSum(payload)
+	if got != key.sum {
+		return nil, false, fmt.Errorf("fragment %d: payload crc32c %08x, want %08x: %w", key.id, got, key.sum, ErrChecksum)
 	}
 	r.stats.Completed++
-	return payload, nil
+	return payload, trailerOK, nil
 }
 
 // makeRoom evicts the oldest incomplete messages until one more, charged

@@ -158,7 +158,7 @@ func TestReassemblerRejects(t *testing.T) {
 		{"short header", good[0][:FragmentHeaderSize-1], ErrTruncated},
 		{"bad magic", append([]byte("XDBF"), good[0][4:]...), ErrMagic},
 		{"message not fragment", frame(KindStop, body(&Stop{})), ErrMagic},
-		{"bad version", func() []byte { p := bytes.Clone(good[0]); p[4] = 10; return p }(), ErrVersion},
+		{"bad version", func() []byte { p := bytes.Clone(good[0]); p[4] = byte(Version + 1); return p }(), ErrVersion},
 		{"index out of range", fragment(9, 3, 3, 10, sum, []byte("89")), ErrFragment},
 		{"zero parts", fragment(9, 0, 0, 10, sum, nil), ErrFragment},
 		{"part too long", fragment(9, 0, 3, 10, sum, []byte("01234")), ErrFragment},

@@ -97,7 +97,7 @@ func badReseal(b []byte) []byte {
 // its length prefix and values, from the encoded message b, and reseals it.
 func badDropLast(t *testing.T, b []byte, vals []float32) []byte {
 	t.Helper()
-	pat := binary.LittleEndian.AppendUint32(nil, uint32(len(vals)))
+	var pat []byte
 	for _, v := range vals {
 		pat = binary.LittleEndian.AppendUint32(pat, math.Float32bits(v))
 	}
@@ -105,9 +105,22 @@ func badDropLast(t *testing.T, b []byte, vals []float32) []byte {
 	if at < 0 || bytes.Index(b[at+1:], pat) >= 0 {
 		t.Fatalf("array %v is not in the encoded message exactly once", vals)
 	}
-	out := slices.Clone(b[:at])
+	// Its length prefix, then 0 to 3 zero bytes of padding (messages pads
+	// float32 arrays to 4-byte offsets).
+	prefix := -1
+	for pad := 0; pad < 4 && prefix < 0; pad++ {
+		c := at - pad - 4
+		if c >= 0 && binary.LittleEndian.Uint32(b[c:]) == uint32(len(vals)) && bytes.Count(b[c+4:at], []byte{0}) == pad {
+			prefix = c
+		}
+	}
+	if prefix < 0 {
+		t.Fatalf("array %v has no length prefix before it", vals)
+	}
+	out := slices.Clone(b[:prefix])
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(vals)-1))
-	out = append(out, pat[4:len(pat)-4]...)
+	out = append(out, b[prefix+4:at]...)
+	out = append(out, pat[:len(pat)-4]...)
 	out = append(out, b[at+len(pat):]...)
 	return badReseal(out)
 }

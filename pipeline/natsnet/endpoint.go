@@ -119,18 +119,14 @@ func (ep *endpoint) receive(re *messages.Reassembler, f family, msg *nats.Msg) {
 	if f.name == windows.name {
 		ep.bytesIn.Add(uint64(len(msg.Data)))
 	}
-	payload, err := re.Add(msg.Data)
-	if payload == nil && err == nil {
+	m, size, err := re.AddMessage(msg.Data)
+	if m == nil && err == nil {
 		// A part of a message, or a duplicate. A window's part says that
 		// the window is on its way.
 		if f.name == windows.name {
 			ep.deliver(delivery{arriving: true, link: true})
 		}
 		return
-	}
-	var m messages.Message
-	if err == nil {
-		m, err = messages.Decode(payload)
 	}
 	if err == nil && !f.allows(m.Kind()) {
 		err = errors.New("a " + m.Kind().String() + " on a " + f.name + " subject")
@@ -141,7 +137,7 @@ func (ep *endpoint) receive(re *messages.Reassembler, f family, msg *nats.Msg) {
 		ep.reject(f, msg.Subject, messages.ReasonOf(err), err)
 		return
 	}
-	ep.deliver(delivery{env: protocol.Envelope{From: f.sender(msg.Subject, m), To: ep.self, Msg: m}, size: len(payload)})
+	ep.deliver(delivery{env: protocol.Envelope{From: f.sender(msg.Subject, m), To: ep.self, Msg: m}, size: size})
 }
 
 func (ep *endpoint) reject(f family, subject string, reason messages.RejectReason, err error) {
