@@ -14,7 +14,8 @@ import (
 // accepts. Change it whenever a body layout changes, or what a field
 // means: in version 9 an Assign to a stage replica carries the stage's own
 // learning rates (the replica takes a step per sub-batch), where 8 carried
-// them scaled by the replicas.
+// them scaled by the replicas; version 10 pads float32 arrays to 4-byte
+// offsets (f32s).
 const Version uint16 = 10
 
 const (
