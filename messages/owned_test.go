@@ -33,29 +33,13 @@ func float32Fields(m Message) map[string][]float32 {
 	return nil
 }
 
-// withRunID returns m with its run ID n letters long, so that the fields
-// after it move by n bytes.
+// withRunID returns a copy of m, a message with a RunID, with its run ID n
+// letters long, so that the fields after it move by n bytes.
 func withRunID(m Message, n int) Message {
-	id := strings.Repeat("r", n)
-	switch m := m.(type) {
-	case *Chunk:
-		c := *m
-		c.RunID = id
-		return &c
-	case *Weights:
-		w := *m
-		w.RunID = id
-		return &w
-	case *Checkpoint:
-		c := *m
-		c.RunID = id
-		return &c
-	case *Params:
-		p := *m
-		p.RunID = id
-		return &p
-	}
-	panic("withRunID: " + m.Kind().String())
+	c := reflect.New(reflect.TypeOf(m).Elem())
+	c.Elem().Set(reflect.ValueOf(m).Elem())
+	c.Elem().FieldByName("RunID").SetString(strings.Repeat("r", n))
+	return c.Interface().(Message)
 }
 
 // TestFloat32ArraysAligned checks that every float32 array starts a
