@@ -373,23 +373,36 @@ func (c *Consumer) Take() *pipeline.Window {
 }
 
 // Trained notes that the window last taken is trained, and returns the
-// credit for one more.
+// credit for one more. The consumer waits from now (Await).
 func (c *Consumer) Trained(now time.Duration) Envelope {
 	c.trained++
+	c.Await(now)
 	return c.grant(now, false)
 }
+
+// Await notes that the consumer waits for its next window from now: a
+// silence counts from its last data or from now, whichever is later. While
+// it trained, its next window may have come on its way: a slave with a
+// small CPU quota reads a long window slowly, and asking for it then would
+// have it sent twice.
+func (c *Consumer) Await(now time.Duration) { c.lastData = max(c.lastData, now) }
 
 // Tick runs the consumer's timers while it waits: it repeats its credit
 // every RegrantEvery (a producer that subscribed, or restarted, after the
 // last grant still learns of it), and, with no window queued, asks for the
 // kept windows again after ResendAfter of silence (a loss in flight). A
 // replica waiting for its replicas' average may hold queued windows.
-func (c *Consumer) Tick(now time.Duration) []Envelope {
+func (c *Consumer) Tick(now time.Duration) []Envelope { return c.tick(now, true) }
+
+// tick is Tick; a consumer that does not await a window (awaited false:
+// a link of a Gatherer whose next window comes on another) only repeats
+// its credit.
+func (c *Consumer) tick(now time.Duration, awaited bool) []Envelope {
 	if c.ended {
 		return nil
 	}
 	t := c.timing
-	if len(c.queue) == 0 && now-c.lastData >= t.ResendAfter && now-c.lastResend >= t.ResendAfter {
+	if awaited && len(c.queue) == 0 && now-c.lastData >= t.ResendAfter && now-c.lastResend >= t.ResendAfter {
 		return []Envelope{c.grant(now, true)}
 	}
 	if now-c.lastGrant >= t.RegrantEvery {

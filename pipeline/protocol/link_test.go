@@ -649,6 +649,34 @@ func TestConsumerTick(t *testing.T) {
 	}
 }
 
+// TestConsumerWaitsFromTrained: a consumer that trained for longer than
+// ResendAfter does not ask for its next window as soon as it is done: the
+// window may be on its way, and the silence counts from the end of
+// training.
+func TestConsumerWaitsFromTrained(t *testing.T) {
+	t.Parallel()
+	c := consumer(0, true)
+	start := 10 * time.Second
+	c.Start(start)
+	c.OnChunk(start+sec(0.1), "s1", chunk(0))
+	c.Take()
+	c.Trained(start + sec(2.5))
+	resend := func(at float64) bool {
+		for _, e := range c.Tick(start + sec(at)) {
+			if creditOf(t, "Tick", []Envelope{e}).Resend {
+				return true
+			}
+		}
+		return false
+	}
+	if resend(2.6) || resend(3.4) {
+		t.Errorf("a resend within ResendAfter (1s) of the end of training; want none")
+	}
+	if !resend(3.5) {
+		t.Errorf("no resend ResendAfter after the end of training; want one")
+	}
+}
+
 // TestConsumerArriving: parts of a long window arriving are not silence:
 // the consumer asks for the window again only ResendAfter after the last
 // part, not after the last whole window.

@@ -339,12 +339,22 @@ func (g *Gatherer) Take() *pipeline.Window {
 }
 
 // Trained notes that the window last taken is trained, and returns the
-// credit for one more on its link.
-func (g *Gatherer) Trained(now time.Duration) Envelope { return g.taken.Trained(now) }
+// credit for one more on its link. The link of the next window awaits it
+// from now (Consumer.Await).
+func (g *Gatherer) Trained(now time.Duration) Envelope {
+	e := g.taken.Trained(now)
+	g.due().Await(now)
+	return e
+}
 
-// Tick runs every link's timers (see Consumer.Tick).
+// Tick runs every link's timers (see Consumer.Tick): each repeats its
+// credit, but only the link of the next window asks for windows again
+// after a silence. The other links' windows are not awaited yet: a link
+// carries one window in lcm(q, r), and asking for one while it is on its
+// way has it sent twice.
 func (g *Gatherer) Tick(now time.Duration) []Envelope {
 	var out []Envelope
-	g.each(func(_ int, l *Consumer) { out = append(out, l.Tick(now)...) })
+	due := g.due()
+	g.each(func(_ int, l *Consumer) { out = append(out, l.tick(now, l == due)...) })
 	return out
 }

@@ -212,3 +212,41 @@ func TestAveragesWithoutCheckpointsKeepOnlyTheLast(t *testing.T) {
 		t.Errorf("a asked again for round %d's average and got %+v; want it", rounds, got)
 	}
 }
+
+// TestGathererAsksOnlyForTheNextWindow: of a gatherer's links, only the one
+// that carries its next window asks for windows again after a silence, and
+// from when the replica began to wait for it; the others repeat their
+// credit. (Asking every link made the quickstart DBN on 8 machines send 5
+// of 120 windows twice: a link's next window was on its way.)
+func TestGathererAsksOnlyForTheNextWindow(t *testing.T) {
+	t.Parallel()
+	// Two producer replicas, one consumer: p0 carries windows 0, 2, ...,
+	// p1 windows 1, 3, ...
+	g := NewGatherer(testRun, "s2", Alone, []string{"p0", "p1"}, 1, 2, 2, 0, false, testTiming())
+	start := 10 * time.Second
+	g.Start(start)
+	g.OnChunk(start+sec(0.1), "p0", chunk(0))
+	if !g.Ready() {
+		t.Fatal("window 0 arrived, but the gatherer is not ready")
+	}
+	g.Take()
+	g.Trained(start + sec(2.5))
+	resends := func(at float64) []string {
+		var to []string
+		for _, e := range g.Tick(start + sec(at)) {
+			if cr, ok := e.Msg.(*messages.Credit); ok && cr.Resend {
+				to = append(to, e.To)
+			}
+		}
+		return to
+	}
+	if got := resends(3.4); got != nil {
+		t.Errorf("Tick 0.9s after training window 0: resends asked of %v; want none yet", got)
+	}
+	if got := resends(3.5); !slices.Equal(got, []string{"p1"}) {
+		t.Errorf("Tick 1s after training window 0: resends asked of %v; want p1's alone, which carries window 1", got)
+	}
+	if got := resends(30); !slices.Equal(got, []string{"p1"}) {
+		t.Errorf("Tick much later: resends asked of %v; want p1's alone", got)
+	}
+}
