@@ -34,6 +34,9 @@ type layout struct {
 	// speed is the master's, measured; machineCPUs each process's CPUs as
 	// planned, 0 where they differ (cluster.machine_cpus).
 	speed, machineCPUs float64
+	// stepRows is what a step of each RBM costs beyond its samples, as
+	// measured for the plan (plan.Job.StepRows); nil: not measured.
+	stepRows []float64
 }
 
 // proc is a local slave process: RBMs first to last (1-based), replica
@@ -135,6 +138,8 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 	}
 	speed := measureSpeed()
 	lay.speed = speed
+	job.StepRows = measureStepRows(job, replicable(cl, explicit, m, L))
+	lay.stepRows = job.StepRows
 	pc := plan.Cluster{Network: plan.Network{Latency: localLatency}, ByteWork: localByteWork}
 	cpusOf := map[string]float64{}
 	for p, c := range machineCPUs {
@@ -207,6 +212,69 @@ func measureSpeed() float64 {
 	return plan.SpeedFromRate(plan.RefVisible, plan.RefHidden, 1, rate)
 }
 
+// stepCalibration is how long the master times CD-1 steps of one RBM
+// shape to learn what a stage replica's smaller steps cost.
+const stepCalibration = 100 * time.Millisecond
+
+// replicable reports, per RBM, whether the plan may put it on stage
+// replicas: those of an explicit plan's replicated groups; for auto on m
+// machines, every RBM where m > 1 (the top alone with cluster.replicate
+// top), unless cluster.max_replicas is 1; none for one-per-rbm.
+func replicable(cl config.Cluster, explicit []config.StageGroup, m, rbms int) []bool {
+	may := make([]bool, rbms)
+	switch {
+	case explicit != nil:
+		for _, g := range explicit {
+			for i := g.First; i <= g.Last; i++ {
+				may[i-1] = g.Replicas > 1
+			}
+		}
+	case cl.Plan == config.PlanOnePerRBM || m < 2 || cl.MaxReplicas == 1:
+	case cl.Replicate == config.ReplicateTop:
+		may[rbms-1] = true
+	default:
+		for i := range may {
+			may[i] = true
+		}
+	}
+	return may
+}
+
+// measureStepRows measures, on one thread, what a CD step of each RBM that
+// may be replicated costs beyond its samples (plan.Job.StepRows), once per
+// shape: steps of job's mini-batch against steps of an eighth of it, the
+// sub-batch of 8 replicas (smaller steps tell the cost apart from the
+// machine's noise better than the larger sub-batches of fewer replicas).
+// Nil when no RBM may be.
+func measureStepRows(job plan.Job, may []bool) []float64 {
+	if !slices.Contains(may, true) {
+		return nil
+	}
+	threads := blas.Threads()
+	blas.SetThreads(1)
+	defer blas.SetThreads(threads)
+	small := max(1, job.BatchSize/8)
+	if small >= job.BatchSize {
+		return nil // mini-batches of one row: replicas take the same steps
+	}
+	rows := make([]float64, len(may))
+	measured := map[[2]int]float64{}
+	for i, ok := range may {
+		if !ok {
+			continue
+		}
+		shape := [2]int{job.Layers[i], job.Layers[i+1]}
+		s, done := measured[shape]
+		if !done {
+			full, sub := rbm.MeasureStepCost(shape[0], shape[1], job.BatchSize, small, max(1, job.CDK), stepCalibration)
+			s = plan.StepRowsFrom(full, sub, job.BatchSize, small)
+			measured[shape] = s
+		}
+		rows[i] = s
+	}
+	return rows
+}
+
 // seating names the seat of every local slave: local-i trains RBM_i,
 // local-i-rk its replica k.
 func (l *layout) seating() map[string]protocol.Seat {
@@ -245,7 +313,7 @@ func (l *layout) result(rows []RBMResult) *PlanResult {
 	p := l.plan
 	r := &PlanResult{
 		Strategy: p.Strategy.String(), SpeedGFLOPS: l.speed, CPUs: l.machineCPUs, Threads: l.threads,
-		Windows: p.Job.Windows, PredictedSeconds: p.Seconds, PredictedSpeedUp: p.SpeedUp(), PredictedEfficiency: p.Efficiency(),
+		StepRows: l.stepRows, Windows: p.Job.Windows, PredictedSeconds: p.Seconds, PredictedSpeedUp: p.SpeedUp(), PredictedEfficiency: p.Efficiency(),
 		Text: p.String(),
 	}
 	for k, g := range p.Groups {

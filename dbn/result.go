@@ -78,6 +78,11 @@ type PlanResult struct {
 	// (idle ones too) in fastest machines: M for M equal machines.
 	PredictedSpeedUp    float64 `json:"predicted_speedup"`
 	PredictedEfficiency float64 `json:"predicted_efficiency"`
+	// StepRows is what a CD step of each RBM cost beyond its samples, in
+	// samples, as the master measured it for the plan on the RBMs it may
+	// replicate (0: not measured, the planner's constant); absent when
+	// none may be.
+	StepRows []float64 `json:"step_rows,omitempty"`
 	// Groups, one per process, in the order of their RBMs.
 	Groups []PlanGroup `json:"groups"`
 	// Text is the plan as the master printed it.

@@ -1,7 +1,10 @@
 package dbn
 
 import (
+	"slices"
 	"testing"
+
+	"github.com/pipedbn/pipedbn/config"
 )
 
 // TestUnequalMachinesPlan: with cluster.machine_cpus, each local slave
@@ -45,6 +48,34 @@ cluster: {machine_cpus: [0.5, 0.25, 0.5, 0.5], max_replicas: 4}
 	for _, g := range res.Groups {
 		if len(g.CPUs) != g.Replicas {
 			t.Errorf("group %v: cpus %v for %d replicas", g.RBMs, g.CPUs, g.Replicas)
+		}
+	}
+	if len(res.StepRows) != 3 {
+		t.Errorf("result step_rows %v; want one measured per RBM, every one may be replicated", res.StepRows)
+	}
+}
+
+// replicable: the RBMs a plan may replicate are those it measures the
+// steps of.
+func TestReplicable(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		cl       config.Cluster
+		explicit []config.StageGroup
+		m        int
+		want     []bool
+	}{
+		{"auto", config.Cluster{Plan: config.PlanAuto, Replicate: config.ReplicateAny}, nil, 4, []bool{true, true, true}},
+		{"auto, top", config.Cluster{Plan: config.PlanAuto, Replicate: config.ReplicateTop}, nil, 4, []bool{false, false, true}},
+		{"auto, one machine", config.Cluster{Plan: config.PlanAuto}, nil, 1, []bool{false, false, false}},
+		{"auto, no replicas", config.Cluster{Plan: config.PlanAuto, MaxReplicas: 1}, nil, 8, []bool{false, false, false}},
+		{"one-per-rbm", config.Cluster{Plan: config.PlanOnePerRBM}, nil, 3, []bool{false, false, false}},
+		{"explicit", config.Cluster{Plan: "1,2-3x2"}, []config.StageGroup{{First: 1, Last: 1, Replicas: 1}, {First: 2, Last: 3, Replicas: 2}}, 3, []bool{false, true, true}},
+	}
+	for _, tt := range tests {
+		if got := replicable(tt.cl, tt.explicit, tt.m, 3); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: replicable = %v; want %v", tt.name, got, tt.want)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package rbm
 
 import (
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -32,4 +33,38 @@ func MeasureRate(visible, hidden, batch, cdK int, d time.Duration) float64 {
 		steps++
 	}
 	return float64(steps*batch) / time.Since(start).Seconds()
+}
+
+// MeasureStepCost times CD-cdK steps of a fresh visible x hidden Bernoulli
+// RBM on random input, alternating steps of batch rows and of small rows
+// for about d (at least three of each after an untimed one of each), and
+// returns the fastest step of each size: what a step costs whatever its
+// rows follows from the two (plan.StepRowsFrom). Alternating makes the two
+// see the same machine, whose speed drifts; the fastest step leaves out the
+// ones another process interrupted. It uses the BLAS threads as they are set.
+func MeasureStepCost(visible, hidden, batch, small, cdK int, d time.Duration) (full, sub time.Duration) {
+	r := New(visible, hidden, Bernoulli, 1)
+	t := NewTrainer(r, batch, cdK, 2)
+	src := rand.New(rand.NewPCG(3, 4))
+	v := make([]float32, batch*visible)
+	for i := range v {
+		v[i] = src.Float32()
+	}
+	p := Params{LearningRate: 0.01, Momentum: 0.5}
+	step := func(rows int) time.Duration {
+		start := time.Now()
+		if _, err := t.Step(v, rows, p, nil, Probabilities); err != nil {
+			panic("rbm: MeasureStepCost: " + err.Error()) // random input in [0, 1) cannot diverge in a few steps
+		}
+		return time.Since(start)
+	}
+	step(batch) // warm: buffers, BLAS threads
+	step(small)
+	full, sub = time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
+	start := time.Now()
+	for n := 0; n < 3 || time.Since(start) < d; n++ {
+		full = min(full, step(batch))
+		sub = min(sub, step(small))
+	}
+	return full, sub
 }

@@ -322,3 +322,12 @@ func TestMeasureRate(t *testing.T) {
 		t.Errorf("MeasureRate: 64x64 %.0f, 256x256 %.0f samples/s; want both > 0, the larger slower", small, big)
 	}
 }
+
+// MeasureStepCost times real steps of both sizes: positive, and a step of
+// an eighth of the rows markedly faster than a full one.
+func TestMeasureStepCost(t *testing.T) {
+	full, sub := MeasureStepCost(256, 256, 256, 32, 1, 20*time.Millisecond)
+	if !(sub > 0) || !(full > 2*sub) {
+		t.Errorf("MeasureStepCost(256x256, 256 rows against 32) = %v, %v; want both > 0, the full step over twice the small one", full, sub)
+	}
+}

@@ -19,8 +19,9 @@
 // rbm_cd1_vs_gemm5 puts at about UnitWork = 280 flops per unit and sample.
 // Whether the visible units are Bernoulli or Gaussian changes neither term
 // noticeably, so the model ignores it. Each step costs StepRows samples more
-// (the weight update and the GEMMs' fixed costs, 8 fitted): a stage
-// replica, one of r, takes r steps a mini-batch, a sub-batch each.
+// (the weight update and the GEMMs' fixed costs, 8 fitted), or what
+// Job.StepRows measured for the RBM's shape on the machine (StepRowsFrom):
+// a stage replica, one of r, takes r steps a mini-batch, a sub-batch each.
 //
 // A machine (Machine) has CPUs and a Speed in GFLOP/s per CPU of that work.
 // A slave would measure it at registration: about a second of single-
@@ -102,8 +103,10 @@
 //
 // dbn lays out a pipelined run's local slave processes by cluster.plan
 // (auto, one-per-rbm, or explicit groups like "1-2,3x2"), with the
-// master's speed measured on one thread (rbm.MeasureRate, SpeedFromRate),
-// and records the plan, predicted against measured, in result.json. Groups
+// master's speed measured on one thread (rbm.MeasureRate, SpeedFromRate)
+// and, for each RBM the plan may replicate, its step cost (rbm.
+// MeasureStepCost, StepRowsFrom), and records the plan, predicted against
+// measured, in result.json. Groups
 // run as one process hosting one slave per RBM (natsnet.RunGroup), each
 // replica as a process of its own; auto trades time for fewer replicas by
 // cluster.replica_tolerance, and S is cluster.sync_every. Left for the

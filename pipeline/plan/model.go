@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 )
 
 // UnitWork is the flop-equivalents of CD-1's element-wise work (sigmoids,
@@ -48,6 +49,24 @@ func SampleWork(visible, hidden, cdK int) float64 {
 // in 64 (1.09 predicted), 1.03-1.05x in 128 (1.03).
 const StepRows = 8
 
+// StepRowsFrom returns what a CD step costs beyond its samples, in
+// samples, on the machine and RBM shape where a step of batch rows took
+// full and one of small rows took sub (rbm.MeasureStepCost): the s of a
+// step time c·(rows + s). It is 0 where the small step took less than
+// its share of the full one, and at most MaxStepRows·batch where it took
+// about as long (no measurable cost per sample).
+func StepRowsFrom(full, sub time.Duration, batch, small int) float64 {
+	limit := MaxStepRows * float64(batch)
+	tf, ts, nf, ns := full.Seconds(), sub.Seconds(), float64(batch), float64(small)
+	if !(tf > ts) || !(nf > ns) {
+		return limit
+	}
+	return min(limit, max(0, (ts*nf-tf*ns)/(tf-ts)))
+}
+
+// MaxStepRows bounds StepRowsFrom, in mini-batches of the calibration.
+const MaxStepRows = 4
+
 // batchWork is the work of a sample of a CD-k step on a visible x hidden
 // RBM taken in steps of rows rows.
 func batchWork(visible, hidden, cdK int, rows float64) float64 {
@@ -84,6 +103,14 @@ type Job struct {
 	// SyncEvery is S, the windows each replica of a stage group trains
 	// between two averagings of the group's parameters; 0 means 1.
 	SyncEvery int
+	// StepRows[i] is what a CD step of RBM_{i+1} costs beyond its samples,
+	// in samples, measured on its shape (StepRowsFrom); where it is
+	// missing or 0, the constant StepRows. Stage replicas take a step per
+	// sub-batch, so this is what replicating the RBM costs, and it depends
+	// on the shape and the machine (on an AMD EPYC with OpenBLAS's Zen
+	// kernels, 10-16 for the quickstart DBN's RBMs, where StepRows was
+	// fitted as 8 on another machine).
+	StepRows []float64
 }
 
 // Validate reports every problem of j at once, each as "key = value: reason".
@@ -111,6 +138,14 @@ func (j Job) Validate() error {
 	if j.SyncEvery < 0 {
 		errs = append(errs, fmt.Errorf("sync_every = %d: want 0 (meaning 1) or more", j.SyncEvery))
 	}
+	if len(j.StepRows) > max(0, len(j.Layers)-1) {
+		errs = append(errs, fmt.Errorf("step_rows = %v: want at most one per RBM (%d)", j.StepRows, max(0, len(j.Layers)-1)))
+	}
+	for i, s := range j.StepRows {
+		if !(s >= 0) || math.IsInf(s, 0) {
+			errs = append(errs, fmt.Errorf("step_rows[%d] = %g: want 0 (meaning %d) or more", i, s, StepRows))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("plan: job: %w", err)
 	}
@@ -126,6 +161,15 @@ func (j Job) rows() float64 { return float64(j.BatchSize * j.K) }
 func (j Job) cdK() int { return max(1, j.CDK) }
 
 func (j Job) syncEvery() float64 { return float64(max(1, j.SyncEvery)) }
+
+// stepRows is what a step of RBM_{i+1} (0-based i) costs beyond its
+// samples, in samples.
+func (j Job) stepRows(i int) float64 {
+	if i < len(j.StepRows) && j.StepRows[i] > 0 {
+		return j.StepRows[i]
+	}
+	return StepRows
+}
 
 // inBytes is the size of a window RBM_{i+1} (0-based i) receives: a data
 // window of float32 for RBM_1, else RBM_i's middle result and B_i, as
@@ -268,7 +312,7 @@ type model struct {
 	maxReplicas int
 	topOnly     bool
 	// work[i]: flop-equivalents of the samples of one window of RBMs
-	// 0..i-1, steps aside; steps[i]: of a step of each of them (StepRows
+	// 0..i-1, steps aside; steps[i]: of a step of each of them (stepRows
 	// samples); params[i]: their parameter bytes.
 	work, steps, params []float64
 	// capacity[k]: machine k's training rate in flop-equivalents per
@@ -287,7 +331,7 @@ func newModel(job Job, cl Cluster) (*model, error) {
 	for i := range l {
 		w := SampleWork(job.Layers[i], job.Layers[i+1], job.cdK())
 		m.work[i+1] = m.work[i] + job.rows()*w
-		m.steps[i+1] = m.steps[i] + StepRows*w
+		m.steps[i+1] = m.steps[i] + job.stepRows(i)*w
 		m.params[i+1] = m.params[i] + job.paramBytes(i)
 	}
 	for _, mc := range cl.Machines {

@@ -137,6 +137,17 @@ func (p *Plan) String() string {
 			strings.Join(g.Machines, ","), c.Compute, c.Messages, c.Sync, c.Link, c.Window, mark)
 	}
 	w.Flush()
+	if len(p.Job.StepRows) > 0 {
+		var costs []string
+		for i := range p.Job.rbms() {
+			c := fmt.Sprintf("%.0f", p.Job.stepRows(i))
+			if i >= len(p.Job.StepRows) || p.Job.StepRows[i] == 0 {
+				c += " (assumed)"
+			}
+			costs = append(costs, fmt.Sprintf("RBM_%d %s", i+1, c))
+		}
+		fmt.Fprintf(&b, "a CD step costs, beyond its rows, as many rows as: %s\n", strings.Join(costs, ", "))
+	}
 	if len(p.Unused) > 0 {
 		fmt.Fprintf(&b, "unused: %s\n", strings.Join(p.Unused, ","))
 	}

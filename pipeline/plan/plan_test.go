@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // quickstart is configs/quickstart.yaml's pre-training: the 784-500-500-2000
@@ -131,6 +132,60 @@ func TestCost(t *testing.T) {
 	}
 	if want := 5 * (rows + 2*StepRows) * sample / capacity; math.Abs(p.Greedy-want) > 1e-12 {
 		t.Errorf("Greedy = %g; want %g", p.Greedy, want)
+	}
+}
+
+// TestMeasuredStepRows: a step cost measured for an RBM replaces StepRows
+// in its work, on replicas and in greedy's prediction alike; RBMs with none
+// measured keep StepRows.
+func TestMeasuredStepRows(t *testing.T) {
+	t.Parallel()
+	job := Job{Layers: []int{100, 50, 20}, BatchSize: 10, K: 2, Windows: 5, StepRows: []float64{24}}
+	cl := Cluster{Machines: []Machine{{Name: "a", CPUs: 1, Speed: 1}, {Name: "b", CPUs: 1, Speed: 1}, {Name: "c", CPUs: 1, Speed: 1}}}
+	p, err := Explicit(job, cl, []Group{{First: 1, Last: 1, Machines: []string{"a", "b"}}, {First: 2, Last: 2, Machines: []string{"c"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		rows    = 20.0
+		sample1 = 10*100*50 + 280*150
+		sample2 = 10*50*20 + 280*70
+	)
+	// RBM_1 on 2 replicas: K·r = 4 steps a window, 24 rows each more.
+	if got, want := p.Costs[0].Compute, (rows+4*24)*sample1/1e9/2; math.Abs(got-want) > 1e-12*want {
+		t.Errorf("RBM_1's compute = %g; want %g, with the measured 24 rows a step", got, want)
+	}
+	// RBM_2, none measured: K = 2 steps of StepRows more.
+	if got, want := p.Costs[1].Compute, (rows+2*StepRows)*sample2/1e9; math.Abs(got-want) > 1e-12*want {
+		t.Errorf("RBM_2's compute = %g; want %g, with StepRows a step", got, want)
+	}
+	if got, want := p.Greedy, 5*((rows+2*24)*sample1+(rows+2*StepRows)*sample2)/1e9; math.Abs(got-want) > 1e-12*want {
+		t.Errorf("Greedy = %g; want %g", got, want)
+	}
+	if !strings.Contains(p.String(), "RBM_1 24, RBM_2 8 (assumed)") {
+		t.Errorf("the plan's text does not give the step costs:\n%s", p)
+	}
+}
+
+func TestStepRowsFrom(t *testing.T) {
+	t.Parallel()
+	const c = 100 * time.Microsecond // a row's time
+	tests := []struct {
+		name      string
+		full, sub time.Duration
+		want      float64
+	}{
+		{"12 rows a step", c * (256 + 12), c * (32 + 12), 12},
+		{"no cost a step", c * 256, c * 32, 0},
+		{"small steps cheaper than their rows", c * 256, c * 16, 0},
+		{"as slow as a full step", c * 256, c * 256, MaxStepRows * 256},
+		{"slower than a full step", c * 256, c * 300, MaxStepRows * 256},
+		{"a huge cost", c * (256 + 5000), c * (32 + 5000), MaxStepRows * 256},
+	}
+	for _, tt := range tests {
+		if got := StepRowsFrom(tt.full, tt.sub, 256, 32); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("%s: StepRowsFrom(%v, %v, 256, 32) = %g; want %g", tt.name, tt.full, tt.sub, got, tt.want)
+		}
 	}
 }
 
@@ -404,6 +459,10 @@ func TestValidate(t *testing.T) {
 			Network: Network{Bandwidth: -1}, ByteWork: math.Inf(1)}, Options{},
 			[]string{"machines[0].cpus = 0", "machines[1].name = \"a\": also machines[0]'s", "machines[1].speed = NaN", "machines[2].name = \"\"", "network.bandwidth = -1", "byte_work = +Inf"}},
 		{"no machines", quickstart, Cluster{}, Options{}, []string{"machines = []"}},
+		{"step rows", Job{Layers: []int{784, 500}, BatchSize: 1, K: 1, Windows: 1, StepRows: []float64{-1, 2}}, good, Options{},
+			[]string{"step_rows = [-1 2]: want at most one per RBM (1)", "step_rows[0] = -1"}},
+		{"step rows NaN", Job{Layers: []int{784, 500}, BatchSize: 1, K: 1, Windows: 1, StepRows: []float64{math.NaN()}}, good, Options{},
+			[]string{"step_rows[0] = NaN"}},
 		{"tolerance", quickstart, good, Options{Tolerance: -0.1}, []string{"tolerance = -0.1"}},
 	}
 	for _, tt := range tests {
