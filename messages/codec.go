@@ -15,8 +15,9 @@ import (
 // means: in version 9 an Assign to a stage replica carries the stage's own
 // learning rates (the replica takes a step per sub-batch), where 8 carried
 // them scaled by the replicas; version 10 pads float32 arrays to 4-byte
-// offsets (f32s).
-const Version uint16 = 10
+// offsets (f32s); version 11 pads the fragment header to 32 bytes
+// (FragmentHeaderSize), so that a message in one fragment decodes in place.
+const Version uint16 = 11
 
 const (
 	magic = "PDBN"

@@ -225,7 +225,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"version 7", edit(func(b []byte) []byte { b[4] = 7; return refresh(b) }), ErrVersion},
 		{"version 8", edit(func(b []byte) []byte { b[4] = 8; return refresh(b) }), ErrVersion},
 		{"version 9", edit(func(b []byte) []byte { b[4] = 9; return refresh(b) }), ErrVersion},
-		{"version 11", edit(func(b []byte) []byte { b[4] = 11; return refresh(b) }), ErrVersion},
+		{"version from the future", edit(func(b []byte) []byte { b[4] = byte(Version + 1); return refresh(b) }), ErrVersion},
 		{"version 0", edit(func(b []byte) []byte { b[4] = 0; return refresh(b) }), ErrVersion},
 		{"flipped body bit", edit(func(b []byte) []byte { b[headerSize+20] ^= 1; return b }), ErrChecksum},
 		{"flipped crc bit", edit(func(b []byte) []byte { b[len(b)-1] ^= 0x80; return b }), ErrChecksum},

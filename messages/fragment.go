@@ -18,9 +18,13 @@ const DefaultMaxPart = 1 << 20
 // FragmentHeaderSize is the number of bytes of every fragment that Split
 // spends on its header:
 //
-//	"PDBF" | version uint16 | id uint64 | part index uint32 | part count uint32 |
-//	payload length uint32 | CRC-32C of the whole payload uint32
-const FragmentHeaderSize = 30
+//	"PDBF" | version uint16 | 0 uint16 | id uint64 | part index uint32 |
+//	part count uint32 | payload length uint32 | CRC-32C of the whole payload uint32
+//
+// The two zero bytes keep a fragment's data 4-aligned where the fragment
+// is: a message sent whole in one fragment is decoded in place
+// (Reassembler.AddMessage), its float32 arrays the fragment's own bytes.
+const FragmentHeaderSize = 32
 
 const fragMagic = "PDBF"
 
@@ -160,11 +164,12 @@ func (h fragHeader) key() fragKey {
 func putFragmentHeader(p []byte, h fragHeader) {
 	copy(p, fragMagic)
 	binary.LittleEndian.PutUint16(p[4:], Version)
-	binary.LittleEndian.PutUint64(p[6:], h.id)
-	binary.LittleEndian.PutUint32(p[14:], h.index)
-	binary.LittleEndian.PutUint32(p[18:], h.count)
-	binary.LittleEndian.PutUint32(p[22:], h.total)
-	binary.LittleEndian.PutUint32(p[26:], h.sum)
+	binary.LittleEndian.PutUint16(p[6:], 0)
+	binary.LittleEndian.PutUint64(p[8:], h.id)
+	binary.LittleEndian.PutUint32(p[16:], h.index)
+	binary.LittleEndian.PutUint32(p[20:], h.count)
+	binary.LittleEndian.PutUint32(p[24:], h.total)
+	binary.LittleEndian.PutUint32(p[28:], h.sum)
 }
 
 // parseFragment checks a fragment in itself and returns its header and
@@ -180,11 +185,14 @@ func parseFragment(frag []byte) (fragHeader, []byte, error) {
 	if v := binary.LittleEndian.Uint16(frag[4:]); v != Version {
 		return h, nil, fmt.Errorf("fragment: version %d, want %d: %w", v, Version, ErrVersion)
 	}
-	h.id = binary.LittleEndian.Uint64(frag[6:])
-	h.index = binary.LittleEndian.Uint32(frag[14:])
-	h.count = binary.LittleEndian.Uint32(frag[18:])
-	h.total = binary.LittleEndian.Uint32(frag[22:])
-	h.sum = binary.LittleEndian.Uint32(frag[26:])
+	h.id = binary.LittleEndian.Uint64(frag[8:])
+	h.index = binary.LittleEndian.Uint32(frag[16:])
+	h.count = binary.LittleEndian.Uint32(frag[20:])
+	h.total = binary.LittleEndian.Uint32(frag[24:])
+	h.sum = binary.LittleEndian.Uint32(frag[28:])
+	if pad := binary.LittleEndian.Uint16(frag[6:]); pad != 0 {
+		return h, nil, fmt.Errorf("fragment %d: header bytes 6-7 hold %#04x, want 0: %w", h.id, pad, ErrFragment)
+	}
 	data := frag[FragmentHeaderSize:]
 	lo, hi, ok := partBounds(h.total, h.count, h.index)
 	if !ok {
@@ -347,7 +355,7 @@ func (r *Reassembler) setup() {
 // messages were dropped to make room: frag itself was kept. Duplicates are
 // dropped silently and counted in Stats.
 func (r *Reassembler) Add(frag []byte) ([]byte, error) {
-	payload, _, err := r.take(frag)
+	payload, _, err := r.take(frag, false)
 	return payload, err
 }
 
@@ -356,10 +364,13 @@ func (r *Reassembler) Add(frag []byte) ([]byte, error) {
 // payload's length, or nil, 0 and Add's error (nil, nil for a fragment
 // that completes nothing). A payload is checksummed once, for both the
 // fragments' checksum and the message's own, and its float32 arrays are
-// the payload's memory: a window comes in with one copy, its parts' into
-// place. Errors are Add's and Decode's.
+// the payload's memory: a window in parts comes in with one copy, its
+// parts' into place, and a message in one fragment with none, decoded in
+// place. AddMessage takes frag over: the caller must not change it
+// afterwards (a NATS subscription hands each message a fresh slice).
+// Errors are Add's and Decode's.
 func (r *Reassembler) AddMessage(frag []byte) (Message, int, error) {
-	payload, summed, err := r.take(frag)
+	payload, summed, err := r.take(frag, true)
 	if payload == nil {
 		return nil, 0, err
 	}
@@ -368,19 +379,20 @@ func (r *Reassembler) AddMessage(frag []byte) (Message, int, error) {
 }
 
 // take is Add, saying too whether the payload's trailer is the checksum
-// of the rest (messageSum).
-func (r *Reassembler) take(frag []byte) ([]byte, bool, error) {
+// of the rest (messageSum). With owned, a payload in one fragment is
+// frag's own bytes, not a copy.
+func (r *Reassembler) take(frag []byte, owned bool) ([]byte, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.setup()
-	payload, summed, err := r.add(frag)
+	payload, summed, err := r.add(frag, owned)
 	if err != nil && !errors.Is(err, ErrEvicted) {
 		r.stats.Rejected++
 	}
 	return payload, summed, err
 }
 
-func (r *Reassembler) add(frag []byte) ([]byte, bool, error) {
+func (r *Reassembler) add(frag []byte, owned bool) ([]byte, bool, error) {
 	h, data, err := parseFragment(frag)
 	if err != nil {
 		return nil, false, err
@@ -402,6 +414,9 @@ func (r *Reassembler) add(frag []byte) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	if h.count == 1 {
+		if owned {
+			return r.finish(key, data)
+		}
 		// A fresh slice: the caller may reuse frag.
 		return r.finish(key, append(make([]byte, 0, len(data)), data...))
 	}

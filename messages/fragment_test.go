@@ -112,7 +112,7 @@ func TestSplitSizes(t *testing.T) {
 
 func TestFragmentHeaderSize(t *testing.T) {
 	t.Parallel()
-	if want := len(fragMagic) + 2 + 8 + 4 + 4 + 4 + 4; FragmentHeaderSize != want {
+	if want := len(fragMagic) + 2 + 2 + 8 + 4 + 4 + 4 + 4; FragmentHeaderSize != want {
 		t.Errorf("FragmentHeaderSize = %d; want %d, the header's fields", FragmentHeaderSize, want)
 	}
 }
@@ -159,6 +159,7 @@ func TestReassemblerRejects(t *testing.T) {
 		{"bad magic", append([]byte("XDBF"), good[0][4:]...), ErrMagic},
 		{"message not fragment", frame(KindStop, body(&Stop{})), ErrMagic},
 		{"bad version", func() []byte { p := bytes.Clone(good[0]); p[4] = byte(Version + 1); return p }(), ErrVersion},
+		{"padding not zero", func() []byte { p := bytes.Clone(good[0]); p[7] = 1; return p }(), ErrFragment},
 		{"index out of range", fragment(9, 3, 3, 10, sum, []byte("89")), ErrFragment},
 		{"zero parts", fragment(9, 0, 0, 10, sum, nil), ErrFragment},
 		{"part too long", fragment(9, 0, 3, 10, sum, []byte("01234")), ErrFragment},

@@ -167,6 +167,28 @@ func TestAddMessage(t *testing.T) {
 		}
 	}
 
+	// A message in one fragment is decoded in place: its arrays are the
+	// fragment's bytes, which AddMessage took over.
+	one, err := EncodeParts(m, DefaultMaxPart, 44)
+	if err != nil || len(one) != 1 {
+		t.Fatalf("EncodeParts(a small chunk, 1 MiB parts) = %d parts, %v; want 1", len(one), err)
+	}
+	got, _, err := r.AddMessage(one[0])
+	if err != nil || !reflect.DeepEqual(got, m) {
+		t.Fatalf("AddMessage(the only part) = %+v, %v; want %+v", got, err, m)
+	}
+	data := got.(*Chunk).Data
+	frag := uintptr(unsafe.Pointer(unsafe.SliceData(one[0])))
+	if at := uintptr(unsafe.Pointer(&data[0])); at < frag || at >= frag+uintptr(len(one[0])) {
+		t.Errorf("AddMessage(the only part): Data at %#x, outside the fragment's %d bytes at %#x; want it decoded in place", at, len(one[0]), frag)
+	}
+	// Add, which lets the caller reuse its fragment, copies it.
+	var r3 Reassembler
+	payload, err := r3.Add(one[0])
+	if err != nil || &payload[0] == &one[0][FragmentHeaderSize] {
+		t.Errorf("Add(the only part) = %d bytes at the fragment's own, %v; want a copy", len(payload), err)
+	}
+
 	// The trailer no longer checks, but the fragments carry the checksum of
 	// the corrupt payload: only the message's own checksum can tell.
 	b, err := Encode(m)
@@ -175,7 +197,7 @@ func TestAddMessage(t *testing.T) {
 	}
 	b[len(b)-1] ^= 0x10
 	var r2 Reassembler
-	var got Message
+	got = nil
 	for _, p := range Split(b, 97, 43) {
 		if got, _, err = r2.AddMessage(p); err != nil {
 			break

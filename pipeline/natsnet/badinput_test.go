@@ -51,15 +51,16 @@ func badEncode(t *testing.T, m messages.Message) []byte {
 }
 
 // badFrag wraps payload in one fragment, with a header written field by
-// field as FragmentHeaderSize documents it: "PDBF" | version uint16 | id
-// uint64 | part index uint32 | part count uint32 | payload length uint32 |
-// CRC-32C of the whole payload uint32, little-endian. TestBadInput checks
+// field as FragmentHeaderSize documents it: "PDBF" | version uint16 | 0
+// uint16 | id uint64 | part index uint32 | part count uint32 | payload
+// length uint32 | CRC-32C of the whole payload uint32, little-endian. TestBadInput checks
 // that this agrees with messages.Split, so the cases below that forge a
 // header field are forging today's layout.
 func badFrag(payload []byte, id uint64, index, count, total uint32, sum uint32) []byte {
 	h := make([]byte, 0, messages.FragmentHeaderSize+len(payload))
 	h = append(h, "PDBF"...)
 	h = binary.LittleEndian.AppendUint16(h, messages.Version)
+	h = binary.LittleEndian.AppendUint16(h, 0)
 	h = binary.LittleEndian.AppendUint64(h, id)
 	h = binary.LittleEndian.AppendUint32(h, index)
 	h = binary.LittleEndian.AppendUint32(h, count)
@@ -197,11 +198,15 @@ func badCases() []badCase {
 		{"truncated fragment", chunkFrag(func(f []byte) []byte { return f[:len(f)-7] }), messages.ErrFragment},
 		{"fragment with trailing bytes", chunkFrag(func(f []byte) []byte { return append(f, 1, 2, 3) }), messages.ErrFragment},
 		{"fragment part index beyond its count", chunkFrag(func(f []byte) []byte {
-			binary.LittleEndian.PutUint32(f[14:], 1) // part 1 of 1
+			binary.LittleEndian.PutUint32(f[16:], 1) // part 1 of 1
 			return f
 		}), messages.ErrFragment},
 		{"fragment of zero parts", chunkFrag(func(f []byte) []byte {
-			binary.LittleEndian.PutUint32(f[18:], 0)
+			binary.LittleEndian.PutUint32(f[20:], 0)
+			return f
+		}), messages.ErrFragment},
+		{"fragment header padding not zero", chunkFrag(func(f []byte) []byte {
+			binary.LittleEndian.PutUint16(f[6:], 1)
 			return f
 		}), messages.ErrFragment},
 		{"fragment claims an oversize total", one(func(*testing.T, string) []byte {
@@ -220,7 +225,7 @@ func badCases() []badCase {
 				t.Fatalf("split into %d parts; want 2", len(parts))
 			}
 			// The second part claims another checksum than the first.
-			binary.LittleEndian.PutUint32(parts[1][26:], binary.LittleEndian.Uint32(parts[1][26:])+1)
+			binary.LittleEndian.PutUint32(parts[1][28:], binary.LittleEndian.Uint32(parts[1][28:])+1)
 			return parts
 		}, messages.ErrFragment},
 
