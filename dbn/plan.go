@@ -3,6 +3,7 @@ package dbn
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -138,8 +139,6 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 	}
 	speed := measureSpeed()
 	lay.speed = speed
-	job.StepRows = measureStepRows(job, replicable(cl, explicit, m, L))
-	lay.stepRows = job.StepRows
 	pc := plan.Cluster{Network: plan.Network{Latency: localLatency}, ByteWork: localByteWork}
 	cpusOf := map[string]float64{}
 	for p, c := range machineCPUs {
@@ -147,24 +146,43 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 		cpusOf[name] = c
 		pc.Machines = append(pc.Machines, plan.Machine{Name: name, CPUs: c, Speed: speed})
 	}
-	switch {
-	case explicit != nil:
-		var groups []plan.Group
-		p := 0
-		for _, g := range explicit {
-			pg := plan.Group{First: g.First, Last: g.Last}
-			for range g.Replicas {
-				pg.Machines = append(pg.Machines, pc.Machines[p].Name)
-				p++
+	makePlan := func() (*plan.Plan, error) {
+		switch {
+		case explicit != nil:
+			var groups []plan.Group
+			p := 0
+			for _, g := range explicit {
+				pg := plan.Group{First: g.First, Last: g.Last}
+				for range g.Replicas {
+					pg.Machines = append(pg.Machines, pc.Machines[p].Name)
+					p++
+				}
+				groups = append(groups, pg)
 			}
-			groups = append(groups, pg)
+			return plan.Explicit(job, pc, groups)
+		case cl.Plan == config.PlanOnePerRBM:
+			return plan.OnePerRBM(job, pc)
+		default:
+			return plan.Auto(job, pc, plan.Options{Tolerance: cl.ReplicaTolerance, MaxReplicas: cl.MaxReplicas, TopOnly: cl.Replicate == config.ReplicateTop})
 		}
-		lay.plan, err = plan.Explicit(job, pc, groups)
-	case cl.Plan == config.PlanOnePerRBM:
-		lay.plan, err = plan.OnePerRBM(job, pc)
-	default:
-		lay.plan, err = plan.Auto(job, pc, plan.Options{Tolerance: cl.ReplicaTolerance, MaxReplicas: cl.MaxReplicas, TopOnly: cl.Replicate == config.ReplicateTop})
 	}
+	// Replicas take a step per sub-batch, whose cost depends on the RBM's
+	// shape and this machine: measure it for each RBM the plan replicates,
+	// and plan again, until the plan replicates no RBM left unmeasured.
+	for {
+		if lay.plan, err = makePlan(); err != nil {
+			break
+		}
+		unmeasured := replicatedUnmeasured(lay.plan, job.StepRows)
+		if len(unmeasured) == 0 {
+			break
+		}
+		if job.StepRows == nil {
+			job.StepRows = make([]float64, L)
+		}
+		measureStepRows(job, unmeasured)
+	}
+	lay.stepRows = job.StepRows
 	if err != nil {
 		return nil, fmt.Errorf("plan the local slaves: %w", err)
 	}
@@ -216,63 +234,49 @@ func measureSpeed() float64 {
 // shape to learn what a stage replica's smaller steps cost.
 const stepCalibration = 100 * time.Millisecond
 
-// replicable reports, per RBM, whether the plan may put it on stage
-// replicas: those of an explicit plan's replicated groups; for auto on m
-// machines, every RBM where m > 1 (the top alone with cluster.replicate
-// top), unless cluster.max_replicas is 1; none for one-per-rbm.
-func replicable(cl config.Cluster, explicit []config.StageGroup, m, rbms int) []bool {
-	may := make([]bool, rbms)
-	switch {
-	case explicit != nil:
-		for _, g := range explicit {
-			for i := g.First; i <= g.Last; i++ {
-				may[i-1] = g.Replicas > 1
+// replicatedUnmeasured returns the RBMs (0-based) that p puts on stage
+// replicas and whose step cost stepRows does not hold yet.
+func replicatedUnmeasured(p *plan.Plan, stepRows []float64) []int {
+	var rbms []int
+	for _, g := range p.Groups {
+		if len(g.Machines) < 2 {
+			continue
+		}
+		for i := g.First - 1; i < g.Last; i++ {
+			if i >= len(stepRows) || stepRows[i] == 0 {
+				rbms = append(rbms, i)
 			}
 		}
-	case cl.Plan == config.PlanOnePerRBM || m < 2 || cl.MaxReplicas == 1:
-	case cl.Replicate == config.ReplicateTop:
-		may[rbms-1] = true
-	default:
-		for i := range may {
-			may[i] = true
-		}
 	}
-	return may
+	return rbms
 }
 
-// measureStepRows measures, on one thread, what a CD step of each RBM that
-// may be replicated costs beyond its samples (plan.Job.StepRows), once per
+// measureStepRows measures, on one thread, what a CD step of each of the
+// RBMs rbms (0-based) costs beyond its samples into job.StepRows, once per
 // shape: steps of job's mini-batch against steps of an eighth of it, the
 // sub-batch of 8 replicas (smaller steps tell the cost apart from the
 // machine's noise better than the larger sub-batches of fewer replicas).
-// Nil when no RBM may be.
-func measureStepRows(job plan.Job, may []bool) []float64 {
-	if !slices.Contains(may, true) {
-		return nil
-	}
+// An RBM measured at no cost at all gets the least above it, so that it
+// counts as measured.
+func measureStepRows(job plan.Job, rbms []int) {
 	threads := blas.Threads()
 	blas.SetThreads(1)
 	defer blas.SetThreads(threads)
 	small := max(1, job.BatchSize/8)
-	if small >= job.BatchSize {
-		return nil // mini-batches of one row: replicas take the same steps
-	}
-	rows := make([]float64, len(may))
 	measured := map[[2]int]float64{}
-	for i, ok := range may {
-		if !ok {
-			continue
-		}
+	for _, i := range rbms {
 		shape := [2]int{job.Layers[i], job.Layers[i+1]}
 		s, done := measured[shape]
 		if !done {
-			full, sub := rbm.MeasureStepCost(shape[0], shape[1], job.BatchSize, small, max(1, job.CDK), stepCalibration)
-			s = plan.StepRowsFrom(full, sub, job.BatchSize, small)
+			s = plan.StepRows // mini-batches of a row or so: nothing to tell apart
+			if small < job.BatchSize {
+				full, sub := rbm.MeasureStepCost(shape[0], shape[1], job.BatchSize, small, max(1, job.CDK), stepCalibration)
+				s = plan.StepRowsFrom(full, sub, job.BatchSize, small)
+			}
 			measured[shape] = s
 		}
-		rows[i] = s
+		job.StepRows[i] = max(s, math.SmallestNonzeroFloat64)
 	}
-	return rows
 }
 
 // seating names the seat of every local slave: local-i trains RBM_i,

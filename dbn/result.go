@@ -79,9 +79,9 @@ type PlanResult struct {
 	PredictedSpeedUp    float64 `json:"predicted_speedup"`
 	PredictedEfficiency float64 `json:"predicted_efficiency"`
 	// StepRows is what a CD step of each RBM cost beyond its samples, in
-	// samples, as the master measured it for the plan on the RBMs it may
-	// replicate (0: not measured, the planner's constant); absent when
-	// none may be.
+	// samples, as the master measured it for the RBMs the plan puts on
+	// replicas (0: not measured, the planner's constant); absent when the
+	// plan has no replicas.
 	StepRows []float64 `json:"step_rows,omitempty"`
 	// Groups, one per process, in the order of their RBMs.
 	Groups []PlanGroup `json:"groups"`

@@ -2,9 +2,10 @@ package dbn
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
-	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/pipeline/plan"
 )
 
 // TestUnequalMachinesPlan: with cluster.machine_cpus, each local slave
@@ -50,32 +51,35 @@ cluster: {machine_cpus: [0.5, 0.25, 0.5, 0.5], max_replicas: 4}
 			t.Errorf("group %v: cpus %v for %d replicas", g.RBMs, g.CPUs, g.Replicas)
 		}
 	}
-	if len(res.StepRows) != 3 {
-		t.Errorf("result step_rows %v; want one measured per RBM, every one may be replicated", res.StepRows)
+	// RBM_3 on replicas: its step cost measured, the others' not.
+	if len(res.StepRows) != 3 || res.StepRows[0] != 0 || res.StepRows[1] != 0 || !(res.StepRows[2] > 0) {
+		t.Errorf("result step_rows %v; want RBM_3's alone measured, the RBM on replicas", res.StepRows)
+	}
+	if !strings.Contains(res.Text, "RBM_1 8 (assumed), RBM_2 8 (assumed), RBM_3 ") {
+		t.Errorf("the plan's text does not say which step costs were measured:\n%s", res.Text)
 	}
 }
 
-// replicable: the RBMs a plan may replicate are those it measures the
-// steps of.
-func TestReplicable(t *testing.T) {
+// replicatedUnmeasured: the RBMs a plan puts on replicas whose step cost
+// is not measured yet.
+func TestReplicatedUnmeasured(t *testing.T) {
 	t.Parallel()
+	p := &plan.Plan{Groups: []plan.Group{
+		{First: 1, Last: 1, Machines: []string{"a"}},
+		{First: 2, Last: 3, Machines: []string{"b", "c"}},
+		{First: 4, Last: 4, Machines: []string{"d", "e"}},
+	}}
 	tests := []struct {
-		name     string
-		cl       config.Cluster
-		explicit []config.StageGroup
-		m        int
-		want     []bool
+		stepRows []float64
+		want     []int
 	}{
-		{"auto", config.Cluster{Plan: config.PlanAuto, Replicate: config.ReplicateAny}, nil, 4, []bool{true, true, true}},
-		{"auto, top", config.Cluster{Plan: config.PlanAuto, Replicate: config.ReplicateTop}, nil, 4, []bool{false, false, true}},
-		{"auto, one machine", config.Cluster{Plan: config.PlanAuto}, nil, 1, []bool{false, false, false}},
-		{"auto, no replicas", config.Cluster{Plan: config.PlanAuto, MaxReplicas: 1}, nil, 8, []bool{false, false, false}},
-		{"one-per-rbm", config.Cluster{Plan: config.PlanOnePerRBM}, nil, 3, []bool{false, false, false}},
-		{"explicit", config.Cluster{Plan: "1,2-3x2"}, []config.StageGroup{{First: 1, Last: 1, Replicas: 1}, {First: 2, Last: 3, Replicas: 2}}, 3, []bool{false, true, true}},
+		{nil, []int{1, 2, 3}},
+		{[]float64{0, 12, 0, 0}, []int{2, 3}},
+		{[]float64{0, 12, 9, 14}, nil},
 	}
 	for _, tt := range tests {
-		if got := replicable(tt.cl, tt.explicit, tt.m, 3); !slices.Equal(got, tt.want) {
-			t.Errorf("%s: replicable = %v; want %v", tt.name, got, tt.want)
+		if got := replicatedUnmeasured(p, tt.stepRows); !slices.Equal(got, tt.want) {
+			t.Errorf("replicatedUnmeasured(%v) = %v; want %v", tt.stepRows, got, tt.want)
 		}
 	}
 }
