@@ -30,20 +30,20 @@ func ExampleProducer() {
 	fmt.Println("can send before any credit:", p.CanSend())
 
 	// s2 grants credit for windows 0 and 1.
-	p.OnCredit("s2", &messages.Credit{RunID: "demo", RBM: 1, UpTo: 2})
+	p.OnCredit(0, "s2", &messages.Credit{RunID: "demo", RBM: 1, UpTo: 2})
 	for p.CanSend() {
-		fmt.Println(show(p.Send(window())))
+		fmt.Println(show(p.Send(0, window())))
 	}
 	fmt.Println(show(p.Close(0)))
 
 	// Window 1 was lost on the way, and s2's checkpoint covers window 0:
 	// window 1 and the end of the stream are sent again, window 0 is
 	// forgotten.
-	again, _ := p.OnCredit("s2", &messages.Credit{RunID: "demo", RBM: 1, UpTo: 3, Next: 1, Durable: 1, Resend: true})
+	again, _ := p.OnCredit(0, "s2", &messages.Credit{RunID: "demo", RBM: 1, UpTo: 3, Next: 1, Durable: 1, Resend: true})
 	for _, e := range again {
 		fmt.Println("again:", show(e))
 	}
-	_, err := p.OnCredit("s2", &messages.Credit{RunID: "demo", RBM: 1, UpTo: 3, Resend: true})
+	_, err := p.OnCredit(0, "s2", &messages.Credit{RunID: "demo", RBM: 1, UpTo: 3, Resend: true})
 	fmt.Println(err)
 
 	// Output:
@@ -68,14 +68,14 @@ func ExampleConsumer() {
 	credit := func(e protocol.Envelope) []protocol.Envelope {
 		cr := e.Msg.(*messages.Credit)
 		fmt.Printf("%v: up to %d, next %d, resend %t\n", e, cr.UpTo, cr.Next, cr.Resend)
-		again, _ := p.OnCredit(e.From, cr)
+		again, _ := p.OnCredit(0, e.From, cr)
 		return again
 	}
 	deliver := func(e protocol.Envelope) []protocol.Envelope { return c.OnChunk(now, e.From, e.Msg.(*messages.Chunk)) }
 
 	credit(c.Start(now))
-	p.Send(window()) // window 0 is lost on the way
-	for _, e := range deliver(p.Send(window())) {
+	p.Send(0, window()) // window 0 is lost on the way
+	for _, e := range deliver(p.Send(0, window())) {
 		for _, a := range credit(e) {
 			deliver(a)
 		}

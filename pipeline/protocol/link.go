@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/pipedbn/pipedbn/messages"
@@ -35,8 +36,9 @@ type LinkStats struct {
 	// Windows sent (producer) or accepted (consumer).
 	Windows uint64
 	// Resent counts windows a producer sent again on request; Resends the
-	// requests a consumer made.
-	Resent, Resends uint64
+	// requests a consumer made; InFlight the requests a producer let pass
+	// because the window asked for was on its way (Producer.SetInFlight).
+	Resent, Resends, InFlight uint64
 	// Rejected counts what a consumer dropped, per reason.
 	Rejected messages.Rejections
 }
@@ -59,6 +61,11 @@ type Producer struct {
 	upTo     uint64 // windows with Seq < upTo may be sent
 	kept     []*messages.Chunk
 	keptFrom uint64 // the Seq of kept[0]
+	// sentAt[k] is when kept[k] was last sent to the consumer (notSent:
+	// not to this one); inFlight how long a window sent counts as on its
+	// way (SetInFlight).
+	sentAt   []time.Duration
+	inFlight time.Duration
 	// resend is the Seq of the next kept window to send again; seq when
 	// none is due. endAgain: the end of the stream follows them.
 	resend   uint64
@@ -76,6 +83,20 @@ func NewProducer(run Run, self string, rbm int, consumer string, start uint64) *
 	return &Producer{run: run, self: self, rbm: rbm, consumer: consumer, seq: start, upTo: start, keptFrom: start, resend: start}
 }
 
+// notSent marks a kept window not sent to the current consumer.
+const notSent = time.Duration(math.MinInt64)
+
+// SetInFlight has the producer take a request to send window n again,
+// made less than d after it sent n, for one that crossed the window on its
+// way: it sends nothing again then, and the consumer, if the window was
+// lost after all, asks again (Consumer.Tick, after ResendAfter). A consumer
+// waits for a window it asked for again by its own clock, which cannot
+// tell a window on its way from a lost one: a slave on a small CPU quota
+// reads a long window slowly, and two slaves of one process wake together
+// when its quota comes back. d is the protocol's ResendAfter; 0 (the
+// default) sends again whatever is asked.
+func (p *Producer) SetInFlight(d time.Duration) { p.inFlight = d }
+
 // Regenerate has the producer keep no window but make those asked for
 // again with again, which returns window seq as it was sent: the master
 // deals its data windows anew from its Source instead of holding up to
@@ -87,6 +108,9 @@ func (p *Producer) Regenerate(again func(seq uint64) *pipeline.Window) { p.again
 func (p *Producer) Relink(consumer string) {
 	p.consumer = consumer
 	p.resend, p.endAgain = p.seq, false
+	for k := range p.sentAt {
+		p.sentAt[k] = notSent
+	}
 }
 
 // Consumer names the current consumer.
@@ -105,10 +129,10 @@ func (p *Producer) Closed() bool { return p.end != nil }
 // Stats returns the producer's counts.
 func (p *Producer) Stats() LinkStats { return p.stats }
 
-// Send numbers w, keeps it and returns the message that carries it. It
-// takes ownership of w's slices: the caller must not change them. Call it
-// only when CanSend.
-func (p *Producer) Send(w *pipeline.Window) Envelope {
+// Send numbers w, keeps it and returns the message that carries it, sent
+// at now. It takes ownership of w's slices: the caller must not change
+// them. Call it only when CanSend.
+func (p *Producer) Send(now time.Duration, w *pipeline.Window) Envelope {
 	if !p.CanSend() {
 		panic(fmt.Sprintf("protocol: rbm %d sends window %d without credit (up to %d)", p.rbm, p.seq, p.upTo))
 	}
@@ -118,6 +142,7 @@ func (p *Producer) Send(w *pipeline.Window) Envelope {
 	} else {
 		p.kept = append(p.kept, c)
 	}
+	p.sentAt = append(p.sentAt, now)
 	p.seq++
 	p.resend = p.seq
 	p.stats.Windows++
@@ -139,14 +164,15 @@ func (p *Producer) Close(lastEpoch int) Envelope {
 	return Envelope{From: p.self, To: p.consumer, Msg: p.end}
 }
 
-// OnCredit takes the consumer's credit: more windows may be sent, those
-// its checkpoints cover are forgotten, and those it asks for again are
-// due again: it returns those of them the credit covers, to be sent again
-// (the rest follow with later credits). Credits of another consumer or run
-// are ignored. It fails when the consumer asks for a window the producer
-// no longer keeps: the protocol's restart rule (see updateKeeps) rules
-// that out, and the run cannot go on without it.
-func (p *Producer) OnCredit(from string, c *messages.Credit) ([]Envelope, error) {
+// OnCredit takes the consumer's credit, at now: more windows may be sent,
+// those its checkpoints cover are forgotten, and those it asks for again
+// are due again, unless the first of them is still on its way
+// (SetInFlight): it returns those of them the credit covers, to be sent
+// again (the rest follow with later credits). Credits of another consumer
+// or run are ignored. It fails when the consumer asks for a window the
+// producer no longer keeps: the protocol's restart rule (see updateKeeps)
+// rules that out, and the run cannot go on without it.
+func (p *Producer) OnCredit(now time.Duration, from string, c *messages.Credit) ([]Envelope, error) {
 	if from != p.consumer || c.RBM != p.rbm {
 		return nil, nil
 	}
@@ -154,7 +180,11 @@ func (p *Producer) OnCredit(from string, c *messages.Credit) ([]Envelope, error)
 		return nil, nil
 	}
 	p.upTo = max(p.upTo, c.UpTo)
-	if c.Resend && c.Next <= p.seq {
+	if c.Resend && p.onItsWay(now, c.Next) {
+		// The window asked for, and those after it, left less than
+		// inFlight ago: on their way, not lost.
+		p.stats.InFlight++
+	} else if c.Resend && c.Next <= p.seq {
 		if c.Next < p.keptFrom {
 			return nil, fmt.Errorf("rbm %d: %s asks for window %d again, but rbm %d keeps only the windows from %d on", p.rbm, from, c.Next, p.rbm, p.keptFrom)
 		}
@@ -169,20 +199,32 @@ func (p *Producer) OnCredit(from string, c *messages.Credit) ([]Envelope, error)
 		n := d - p.keptFrom
 		clear(p.kept[:n])
 		p.kept = p.kept[n:]
+		p.sentAt = p.sentAt[n:]
 		p.keptFrom = d
 	}
-	return p.sendAgain(c.UpTo), nil
+	return p.sendAgain(now, c.UpTo), nil
+}
+
+// onItsWay reports whether window seq was sent to the consumer less than
+// inFlight before now.
+func (p *Producer) onItsWay(now time.Duration, seq uint64) bool {
+	if p.inFlight <= 0 || seq < p.keptFrom || seq >= p.seq {
+		return false
+	}
+	at := p.sentAt[seq-p.keptFrom]
+	return at != notSent && now-at < p.inFlight
 }
 
 // sendAgain returns the windows due again below upTo, the consumer's
-// credit, and the end of the stream after the last of them.
-func (p *Producer) sendAgain(upTo uint64) []Envelope {
+// credit, sent at now, and the end of the stream after the last of them.
+func (p *Producer) sendAgain(now time.Duration, upTo uint64) []Envelope {
 	var again []Envelope
 	for ; p.resend < p.seq && p.resend < upTo; p.resend++ {
 		k := p.kept[p.resend-p.keptFrom]
 		if k == nil {
 			k = p.chunk(p.again(p.resend), p.resend)
 		}
+		p.sentAt[p.resend-p.keptFrom] = now
 		again = append(again, Envelope{From: p.self, To: p.consumer, Msg: k})
 	}
 	p.stats.Resent += uint64(len(again))

@@ -3,6 +3,7 @@ package protocol
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,16 +62,16 @@ func TestProducerCreditGatesSend(t *testing.T) {
 				t.Errorf("Send without credit panics with %v; want a panic about credit", r)
 			}
 		}()
-		p.Send(window(0, 1))
+		p.Send(0, window(0, 1))
 	}()
 	if p.Seq() != 0 {
 		t.Fatalf("Seq() after a refused Send = %d; want 0", p.Seq())
 	}
-	if again, err := p.OnCredit("s2", credit(2, 0, 0, false)); again != nil || err != nil {
+	if again, err := p.OnCredit(0, "s2", credit(2, 0, 0, false)); again != nil || err != nil {
 		t.Fatalf("OnCredit(UpTo 2) = %v, %v; want nil, nil", again, err)
 	}
 	w := window(1, 0.5)
-	e := p.Send(w)
+	e := p.Send(0, w)
 	want := &messages.Chunk{
 		RunID: "r1", Incarnation: 2, RBM: 1, Epoch: 1, Seq: 0, Rows: 3, Cols: 2,
 		Data: w.X, BatchRows: []int{2, 1}, Bias: w.Bias,
@@ -83,19 +84,19 @@ func TestProducerCreditGatesSend(t *testing.T) {
 	}
 	// A credit is cumulative: one that arrives late, with a smaller UpTo,
 	// takes nothing back.
-	p.OnCredit("s2", credit(1, 0, 0, false))
+	p.OnCredit(0, "s2", credit(1, 0, 0, false))
 	if !p.CanSend() {
 		t.Fatalf("CanSend() after a late credit (UpTo 1) with window 1 credited = false; want true")
 	}
-	p.Send(window(1, 0.5))
+	p.Send(0, window(1, 0.5))
 	if p.CanSend() {
 		t.Fatalf("CanSend() after 2 of 2 credited windows = true; want false")
 	}
-	p.OnCredit("s2", credit(1, 0, 0, false))
+	p.OnCredit(0, "s2", credit(1, 0, 0, false))
 	if p.CanSend() {
 		t.Fatalf("CanSend() after a stale credit (UpTo 1) = true; want false")
 	}
-	p.OnCredit("s2", credit(3, 0, 0, false))
+	p.OnCredit(0, "s2", credit(3, 0, 0, false))
 	if !p.CanSend() {
 		t.Fatalf("CanSend() after UpTo 3 = false; want true")
 	}
@@ -113,13 +114,13 @@ func TestProducerSeqFromStart(t *testing.T) {
 		}
 		// Credit up to start grants nothing: windows before start are not
 		// this producer's to send.
-		p.OnCredit("s2", credit(start, start, start, false))
+		p.OnCredit(0, "s2", credit(start, start, start, false))
 		if p.CanSend() {
 			t.Errorf("start %d: CanSend() with UpTo %d = true; want false", start, start)
 		}
-		p.OnCredit("s2", credit(start+2, start, start, false))
+		p.OnCredit(0, "s2", credit(start+2, start, start, false))
 		for k := range uint64(2) {
-			if got := p.Send(window(0, 1)).Msg.(*messages.Chunk).Seq; got != start+k {
+			if got := p.Send(0, window(0, 1)).Msg.(*messages.Chunk).Seq; got != start+k {
 				t.Errorf("start %d: window %d has Seq %d; want %d", start, k, got, start+k)
 			}
 		}
@@ -133,9 +134,9 @@ func TestProducerSeqFromStart(t *testing.T) {
 // spare.
 func sent(n int) *Producer {
 	p := NewProducer(testRun, "s1", 1, "s2", 0)
-	p.OnCredit("s2", credit(100, 0, 0, false))
+	p.OnCredit(0, "s2", credit(100, 0, 0, false))
 	for range n {
-		p.Send(window(0, 1))
+		p.Send(0, window(0, 1))
 	}
 	return p
 }
@@ -179,7 +180,7 @@ func TestProducerResend(t *testing.T) {
 			var again []Envelope
 			var err error
 			for _, c := range tc.credits {
-				again, err = p.OnCredit("s2", c)
+				again, err = p.OnCredit(0, "s2", c)
 			}
 			if tc.wantErr == "" {
 				tc.wantErr = errText(nil)
@@ -219,7 +220,7 @@ func TestProducerResendWithinCredit(t *testing.T) {
 	}
 	var got []uint64
 	for i, st := range steps {
-		again, err := p.OnCredit("s2", st.credit)
+		again, err := p.OnCredit(0, "s2", st.credit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -235,15 +236,15 @@ func TestProducerResendWithinCredit(t *testing.T) {
 
 	// Open: a new window waits until every window due again is sent.
 	p = sent(4)
-	p.OnCredit("s2", credit(3, 1, 1, true)) // windows 1 and 2 sent again
+	p.OnCredit(0, "s2", credit(3, 1, 1, true)) // windows 1 and 2 sent again
 	if p.CanSend() {
 		t.Fatalf("CanSend() with window 3 due again = true; want false")
 	}
-	again, _ := p.OnCredit("s2", credit(5, 3, 1, false))
+	again, _ := p.OnCredit(0, "s2", credit(5, 3, 1, false))
 	if seq, _ := seqs(t, again, "s2"); !reflect.DeepEqual(seq, []uint64{3}) || !p.CanSend() {
 		t.Fatalf("credit up to 5 sends %v, CanSend() = %t; want [3], true", seq, p.CanSend())
 	}
-	if e := p.Send(window(0, 1)); e.Msg.(*messages.Chunk).Seq != 4 {
+	if e := p.Send(0, window(0, 1)); e.Msg.(*messages.Chunk).Seq != 4 {
 		t.Fatalf("the new window has Seq %d; want 4", e.Msg.(*messages.Chunk).Seq)
 	}
 	if p.CanSend() {
@@ -251,9 +252,9 @@ func TestProducerResendWithinCredit(t *testing.T) {
 	}
 	// A relinked producer drops what was due to the lost consumer.
 	p = sent(4)
-	p.OnCredit("s2", credit(2, 1, 1, true))
+	p.OnCredit(0, "s2", credit(2, 1, 1, true))
 	p.Relink("s3")
-	if again, _ := p.OnCredit("s3", credit(6, 4, 1, false)); len(again) != 0 || !p.CanSend() {
+	if again, _ := p.OnCredit(0, "s3", credit(6, 4, 1, false)); len(again) != 0 || !p.CanSend() {
 		t.Fatalf("s3's credit from 4 after Relink sends [%s], CanSend() = %t; want nothing, true", describe(again), p.CanSend())
 	}
 }
@@ -293,16 +294,16 @@ func TestProducerIgnoresForeignCredits(t *testing.T) {
 			p2 := NewProducer(testRun, "s1", 1, "s2", 0)
 			c := credit(100, 0, 1, true)
 			tc.edit(c)
-			again, err := p.OnCredit(tc.from, c)
+			again, err := p.OnCredit(0, tc.from, c)
 			if again != nil || err != nil {
 				t.Errorf("OnCredit(%s, %+v) = %v, %v; want nil, nil", tc.from, c, again, err)
 			}
 			// Nothing forgotten: window 0 is still kept.
-			if again, _ := p.OnCredit("s2", credit(100, 0, 0, true)); len(again) != 2 {
+			if again, _ := p.OnCredit(0, "s2", credit(100, 0, 0, true)); len(again) != 2 {
 				t.Errorf("after an ignored Durable 1, a resend from 0 returns %d windows; want 2", len(again))
 			}
 			// Nothing granted.
-			p2.OnCredit(tc.from, c)
+			p2.OnCredit(0, tc.from, c)
 			if p2.CanSend() {
 				t.Errorf("CanSend() after an ignored credit = true; want false")
 			}
@@ -317,10 +318,10 @@ func TestProducerRelink(t *testing.T) {
 	if p.Consumer() != "s3" {
 		t.Fatalf("Consumer() after Relink(s3) = %q; want s3", p.Consumer())
 	}
-	if again, _ := p.OnCredit("s2", credit(100, 0, 0, true)); again != nil {
+	if again, _ := p.OnCredit(0, "s2", credit(100, 0, 0, true)); again != nil {
 		t.Fatalf("OnCredit from the old consumer = [%s]; want nothing", describe(again))
 	}
-	again, _ := p.OnCredit("s3", credit(100, 1, 1, true))
+	again, _ := p.OnCredit(0, "s3", credit(100, 1, 1, true))
 	got, _ := seqs(t, again, "s3")
 	if !reflect.DeepEqual(got, []uint64{1, 2}) {
 		t.Fatalf("OnCredit from s3 resends %v; want [1 2]", got)
@@ -787,7 +788,7 @@ func TestLinkDeliversInOrderUnderLoss(t *testing.T) {
 	for step := 0; step < 10000 && !c.Ended(); step++ {
 		now += 100 * time.Millisecond
 		for _, e := range toProducer {
-			again, err := p.OnCredit(e.From, e.Msg.(*messages.Credit))
+			again, err := p.OnCredit(0, e.From, e.Msg.(*messages.Credit))
 			if err != nil {
 				t.Fatalf("OnCredit: %v", err)
 			}
@@ -795,7 +796,7 @@ func TestLinkDeliversInOrderUnderLoss(t *testing.T) {
 		}
 		toProducer = nil
 		for p.CanSend() && p.Seq() < total {
-			toConsumer = lossy(toConsumer, p.Send(window(0, float32(p.Seq()))))
+			toConsumer = lossy(toConsumer, p.Send(0, window(0, float32(p.Seq()))))
 		}
 		if p.Seq() == total && !p.Closed() {
 			toConsumer = lossy(toConsumer, p.Close(0))
@@ -836,17 +837,17 @@ func TestProducerRegenerates(t *testing.T) {
 	p := NewProducer(testRun, "s1", 1, "s2", 0)
 	made := 0
 	p.Regenerate(func(seq uint64) *pipeline.Window { made++; return window(int(seq)/2, float32(seq)) })
-	p.OnCredit("s2", credit(5, 0, 0, false))
+	p.OnCredit(0, "s2", credit(5, 0, 0, false))
 	var first []*messages.Chunk
 	for seq := range 5 {
-		first = append(first, p.Send(window(seq/2, float32(seq))).Msg.(*messages.Chunk))
+		first = append(first, p.Send(0, window(seq/2, float32(seq))).Msg.(*messages.Chunk))
 	}
 	for _, k := range p.kept {
 		if k != nil {
 			t.Fatalf("the producer keeps window %d", k.Seq)
 		}
 	}
-	again, err := p.OnCredit("s2", credit(5, 2, 1, true))
+	again, err := p.OnCredit(0, "s2", credit(5, 2, 1, true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -858,7 +859,44 @@ func TestProducerRegenerates(t *testing.T) {
 			t.Errorf("window %d sent again: %+v; want it as first sent: %+v", want.Seq, got, want)
 		}
 	}
-	if _, err := p.OnCredit("s2", credit(5, 0, 0, true)); err == nil {
+	if _, err := p.OnCredit(0, "s2", credit(5, 0, 0, true)); err == nil {
 		t.Error("a window forgotten (before durable 1) asked for again: no error")
+	}
+}
+
+// TestProducerLetsPassARequestCrossingItsWindow: a request for a window
+// sent less than the in-flight time ago crossed the window on its way, and
+// sends nothing again; one made later sends it, and those after it, again;
+// a consumer that replaced the one it was sent to gets it at once.
+func TestProducerLetsPassARequestCrossingItsWindow(t *testing.T) {
+	t.Parallel()
+	p := NewProducer(testRun, "s1", 1, "s2", 0)
+	p.SetInFlight(time.Second)
+	p.OnCredit(0, "s2", credit(3, 0, 0, false))
+	p.Send(sec(10), window(0, 1))
+	seqs := func(envs []Envelope) []uint64 {
+		var s []uint64
+		for _, e := range envs {
+			s = append(s, e.Msg.(*messages.Chunk).Seq)
+		}
+		return s
+	}
+	if again, err := p.OnCredit(sec(10.2), "s2", credit(3, 0, 0, true)); again != nil || err != nil {
+		t.Fatalf("a request for window 0, 0.2s after it was sent = [%s], %v; want nothing again", describe(again), err)
+	}
+	if !p.CanSend() || p.Stats().InFlight != 1 {
+		t.Fatalf("after a request crossing window 0: CanSend %v, Stats().InFlight %d; want true, 1", p.CanSend(), p.Stats().InFlight)
+	}
+	p.Send(sec(10.3), window(0, 2))
+	again, err := p.OnCredit(sec(11.1), "s2", credit(3, 0, 0, true))
+	if err != nil || !slices.Equal(seqs(again), []uint64{0, 1}) {
+		t.Fatalf("a request for window 0, 1.1s after it was sent = [%s], %v; want windows 0 and 1 again", describe(again), err)
+	}
+	if again, _ := p.OnCredit(sec(11.5), "s2", credit(3, 0, 0, true)); again != nil {
+		t.Errorf("a request 0.4s after window 0 was sent again = [%s]; want nothing again", describe(again))
+	}
+	p.Relink("s3")
+	if again, _ := p.OnCredit(sec(11.6), "s3", credit(3, 0, 0, true)); !slices.Equal(seqs(again), []uint64{0, 1}) {
+		t.Errorf("the replacement's request = [%s]; want windows 0 and 1, never sent to it", describe(again))
 	}
 }

@@ -313,13 +313,13 @@ func (m *Master) Receive(now time.Duration, e Envelope) {
 		return
 	case *messages.Credit:
 		if m.feed != nil {
-			again, err := m.feed.OnCredit(e.From, msg)
+			again, err := m.feed.OnCredit(now, e.From, msg)
 			if err != nil {
 				m.Abort(now, err)
 				return
 			}
 			m.out.Messages = append(m.out.Messages, again...)
-			m.pumpFeed()
+			m.pumpFeed(now)
 		}
 		return
 	}
@@ -508,6 +508,7 @@ func (m *Master) maybeRun(now time.Duration) {
 		names = append(names, s.slave)
 	}
 	m.feed = NewDealer(m.cfg.Run, MasterName, Alone, 0, names, first)
+	m.feed.SetInFlight(m.cfg.Timing.ResendAfter)
 	m.feed.Regenerate(func(g uint64) *pipeline.Window { return m.src.Again(int(g)) })
 	for range first {
 		m.src.NextOf(c) // dealt before the resume point
@@ -542,7 +543,7 @@ func (m *Master) seating(seats []*seat) []joined {
 }
 
 // pumpFeed deals data windows to RBM_1 as far as its credit goes.
-func (m *Master) pumpFeed() {
+func (m *Master) pumpFeed(now time.Duration) {
 	c := m.cfg.Stages[0]
 	for !m.dealt && m.feed.CanSend() {
 		w, ok := m.src.NextOf(c)
@@ -551,7 +552,7 @@ func (m *Master) pumpFeed() {
 			m.out.Messages = append(m.out.Messages, m.feed.Close(c.LastEpoch(m.cfg.N))...)
 			return
 		}
-		m.out.Messages = append(m.out.Messages, m.feed.Send(w))
+		m.out.Messages = append(m.out.Messages, m.feed.Send(now, w))
 	}
 }
 

@@ -151,12 +151,22 @@ func (d *Dealer) CanSend() bool { return d.due().CanSend() }
 // Sent returns the producer's own windows sent.
 func (d *Dealer) Sent() uint64 { return d.n }
 
-// Send deals w, the producer's next window, to its replica, as
+// Send deals w, the producer's next window, to its replica, at now, as
 // Producer.Send; call it only when CanSend.
-func (d *Dealer) Send(w *pipeline.Window) Envelope {
+func (d *Dealer) Send(now time.Duration, w *pipeline.Window) Envelope {
 	l := d.due()
 	d.n++
-	return l.Send(w)
+	return l.Send(now, w)
+}
+
+// SetInFlight sets every link's time a window counts as on its way (see
+// Producer.SetInFlight).
+func (d *Dealer) SetInFlight(t time.Duration) {
+	for _, l := range d.links {
+		if l != nil {
+			l.SetInFlight(t)
+		}
+	}
 }
 
 // Close returns the end of the stream on every link, after the last
@@ -173,10 +183,10 @@ func (d *Dealer) Close(lastEpoch int) []Envelope {
 
 // OnCredit takes a replica's credit (see Producer.OnCredit); a credit from
 // none of the consumers is ignored.
-func (d *Dealer) OnCredit(from string, c *messages.Credit) ([]Envelope, error) {
+func (d *Dealer) OnCredit(now time.Duration, from string, c *messages.Credit) ([]Envelope, error) {
 	for _, l := range d.links {
 		if l != nil && l.Consumer() == from {
-			return l.OnCredit(from, c)
+			return l.OnCredit(now, from, c)
 		}
 	}
 	return nil, nil
@@ -197,6 +207,7 @@ func (s *LinkStats) add(o LinkStats) {
 	s.Windows += o.Windows
 	s.Resent += o.Resent
 	s.Resends += o.Resends
+	s.InFlight += o.InFlight
 	for reason, n := range o.Rejected {
 		s.Rejected[reason] += n
 	}

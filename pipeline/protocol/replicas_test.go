@@ -82,7 +82,7 @@ func checkReplicas(t *testing.T, q, r, W int, loss float64) {
 			d := dealers[p]
 			for d.CanSend() && int(d.Sent()) < own[p] {
 				g := Replica{slices.Index(producers, p), q}.Global(d.Sent())
-				queue = append(queue, d.Send(window(0, float32(g))))
+				queue = append(queue, d.Send(0, window(0, float32(g))))
 			}
 			if int(d.Sent()) == own[p] && d.CanSend() {
 				queue = append(queue, d.Close(0)...)
@@ -107,7 +107,7 @@ func checkReplicas(t *testing.T, q, r, W int, loss float64) {
 				}
 				queue = append(queue, out...)
 			case *messages.Credit:
-				out, err := dealers[e.To].OnCredit(e.From, m)
+				out, err := dealers[e.To].OnCredit(0, e.From, m)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -282,7 +282,7 @@ func (s *Slave) Receive(now time.Duration, e Envelope) {
 		return
 	case *messages.Credit:
 		if s.down != nil {
-			again, err := s.down.OnCredit(e.From, m)
+			again, err := s.down.OnCredit(now, e.From, m)
 			if err != nil {
 				s.fail(err)
 				return
@@ -445,6 +445,7 @@ func (s *Slave) begin(now time.Duration, start uint64) {
 	s.in = NewGatherer(s.run, s.cfg.Name, at, a.Upstream, a.RBM-1, a.Visible, a.Credits, start, a.CheckpointEvery > 0, s.cfg.Timing)
 	if len(a.Downstream) > 0 {
 		s.down = NewDealer(s.run, s.cfg.Name, at, a.RBM, a.Downstream, start)
+		s.down.SetInFlight(s.cfg.Timing.ResendAfter)
 	}
 	s.phase, s.deadline = training, 0
 	s.state, s.since = pipeline.WaitingInput, now
@@ -483,7 +484,7 @@ func (s *Slave) pump(now time.Duration) {
 			}
 			return
 		}
-		s.out.Messages = append(s.out.Messages, s.down.Send(s.held))
+		s.out.Messages = append(s.out.Messages, s.down.Send(now, s.held))
 		s.held = nil
 	}
 	if s.phase == draining {
