@@ -263,7 +263,12 @@ func measureStepRows(job plan.Job, rbms []int) {
 	blas.SetThreads(1)
 	defer blas.SetThreads(threads)
 	small := max(1, job.BatchSize/8)
-	measured := map[[2]int]float64{}
+	measured := map[[2]int]float64{} // by shape, those of earlier calls too
+	for i, s := range job.StepRows {
+		if s > 0 {
+			measured[[2]int{job.Layers[i], job.Layers[i+1]}] = s
+		}
+	}
 	for _, i := range rbms {
 		shape := [2]int{job.Layers[i], job.Layers[i+1]}
 		s, done := measured[shape]
