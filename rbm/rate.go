@@ -12,24 +12,12 @@ import (
 // calibration of a machine's speed for pipeline/plan (plan.SpeedFromRate).
 // It uses the BLAS threads as they are set.
 func MeasureRate(visible, hidden, batch, cdK int, d time.Duration) float64 {
-	r := New(visible, hidden, Bernoulli, 1)
-	t := NewTrainer(r, batch, cdK, 2)
-	src := rand.New(rand.NewPCG(3, 4))
-	v := make([]float32, batch*visible)
-	for i := range v {
-		v[i] = src.Float32()
-	}
-	p := Params{LearningRate: 0.01, Momentum: 0.5}
-	step := func() {
-		if _, err := t.Step(v, batch, p, nil, Probabilities); err != nil {
-			panic("rbm: MeasureRate: " + err.Error()) // random input in [0, 1) cannot diverge in a few steps
-		}
-	}
-	step() // warm: buffers, BLAS threads
+	step := calibrationSteps(visible, hidden, batch, cdK)
+	step(batch) // warm: buffers, BLAS threads
 	start := time.Now()
 	steps := 0
 	for steps < 1 || time.Since(start) < d {
-		step()
+		step(batch)
 		steps++
 	}
 	return float64(steps*batch) / time.Since(start).Seconds()
@@ -43,19 +31,10 @@ func MeasureRate(visible, hidden, batch, cdK int, d time.Duration) float64 {
 // see the same machine, whose speed drifts; the fastest step leaves out the
 // ones another process interrupted. It uses the BLAS threads as they are set.
 func MeasureStepCost(visible, hidden, batch, small, cdK int, d time.Duration) (full, sub time.Duration) {
-	r := New(visible, hidden, Bernoulli, 1)
-	t := NewTrainer(r, batch, cdK, 2)
-	src := rand.New(rand.NewPCG(3, 4))
-	v := make([]float32, batch*visible)
-	for i := range v {
-		v[i] = src.Float32()
-	}
-	p := Params{LearningRate: 0.01, Momentum: 0.5}
-	step := func(rows int) time.Duration {
+	step := calibrationSteps(visible, hidden, batch, cdK)
+	timed := func(rows int) time.Duration {
 		start := time.Now()
-		if _, err := t.Step(v, rows, p, nil, Probabilities); err != nil {
-			panic("rbm: MeasureStepCost: " + err.Error()) // random input in [0, 1) cannot diverge in a few steps
-		}
+		step(rows)
 		return time.Since(start)
 	}
 	step(batch) // warm: buffers, BLAS threads
@@ -63,8 +42,26 @@ func MeasureStepCost(visible, hidden, batch, small, cdK int, d time.Duration) (f
 	full, sub = time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
 	start := time.Now()
 	for n := 0; n < 3 || time.Since(start) < d; n++ {
-		full = min(full, step(batch))
-		sub = min(sub, step(small))
+		full = min(full, timed(batch))
+		sub = min(sub, timed(small))
 	}
 	return full, sub
+}
+
+// calibrationSteps returns a function that takes one CD-cdK step of a fresh
+// visible x hidden Bernoulli RBM on the first rows (at most batch) of a
+// random mini-batch: the calibrations' work.
+func calibrationSteps(visible, hidden, batch, cdK int) func(rows int) {
+	t := NewTrainer(New(visible, hidden, Bernoulli, 1), batch, cdK, 2)
+	src := rand.New(rand.NewPCG(3, 4))
+	v := make([]float32, batch*visible)
+	for i := range v {
+		v[i] = src.Float32()
+	}
+	p := Params{LearningRate: 0.01, Momentum: 0.5}
+	return func(rows int) {
+		if _, err := t.Step(v, rows, p, nil, Probabilities); err != nil {
+			panic("rbm: calibration: " + err.Error()) // random input in [0, 1) cannot diverge in a few steps
+		}
+	}
 }
