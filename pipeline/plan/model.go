@@ -108,7 +108,7 @@ type Job struct {
 	// missing or 0, the constant StepRows. Stage replicas take a step per
 	// sub-batch, so this is what replicating the RBM costs, and it depends
 	// on the shape and the machine (on an AMD EPYC with OpenBLAS's Zen
-	// kernels, 10-16 for the quickstart DBN's RBMs, where StepRows was
+	// kernels, about 8-17 for the quickstart DBN's RBMs, where StepRows was
 	// fitted as 8 on another machine).
 	StepRows []float64
 }
