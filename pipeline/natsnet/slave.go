@@ -297,10 +297,6 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 		case d := <-ep.inbox:
 			receive(d)
 		case err := <-trained:
-			// What came while the slave trained goes first: a consumer's
-			// request for the window just trained, made before it was
-			// sent, must not have it sent twice.
-			ep.drain(receive)
 			training = false
 			s.Trained(ep.now(), err)
 		case <-tick.C:

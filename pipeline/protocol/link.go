@@ -415,19 +415,19 @@ func (c *Consumer) Take() *pipeline.Window {
 }
 
 // Trained notes that the window last taken is trained, and returns the
-// credit for one more. The consumer waits from now (Await).
+// credit for one more. The consumer waits from now (await).
 func (c *Consumer) Trained(now time.Duration) Envelope {
 	c.trained++
-	c.Await(now)
+	c.await(now)
 	return c.grant(now, false)
 }
 
-// Await notes that the consumer waits for its next window from now: a
+// await notes that the consumer waits for its next window from now: a
 // silence counts from its last data or from now, whichever is later. While
 // it trained, its next window may have come on its way: a slave with a
 // small CPU quota reads a long window slowly, and asking for it then would
 // have it sent twice.
-func (c *Consumer) Await(now time.Duration) { c.lastData = max(c.lastData, now) }
+func (c *Consumer) await(now time.Duration) { c.lastData = max(c.lastData, now) }
 
 // Tick runs the consumer's timers while it waits: it repeats its credit
 // every RegrantEvery (a producer that subscribed, or restarted, after the

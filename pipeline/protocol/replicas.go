@@ -351,10 +351,10 @@ func (g *Gatherer) Take() *pipeline.Window {
 
 // Trained notes that the window last taken is trained, and returns the
 // credit for one more on its link. The link of the next window awaits it
-// from now (Consumer.Await).
+// from now (Consumer.await).
 func (g *Gatherer) Trained(now time.Duration) Envelope {
 	e := g.taken.Trained(now)
-	g.due().Await(now)
+	g.due().await(now)
 	return e
 }
 
