@@ -14,9 +14,6 @@ import (
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
-// tickEvery is how often a node runs its state machine's timers.
-const tickEvery = 20 * time.Millisecond
-
 // delivery is what a subscription hands its node's loop: a message, or the
 // rejection of input that could not be read.
 type delivery struct {

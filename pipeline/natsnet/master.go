@@ -249,7 +249,7 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 			pm.Receive(ep.now(), d.env)
 		}
 	}
-	tick := time.NewTicker(tickEvery)
+	tick := time.NewTicker(cfg.Timing.Tick())
 	defer tick.Stop()
 	interrupt := ctx.Done()
 	pm.Start(ep.now())

@@ -262,7 +262,7 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 		}
 		return ep.follow(want)
 	}
-	tick := time.NewTicker(tickEvery)
+	tick := time.NewTicker(timing.Tick())
 	defer tick.Stop()
 	interrupt := ctx.Done()
 	receive := func(d delivery) {

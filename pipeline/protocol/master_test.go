@@ -1386,3 +1386,27 @@ func newReplicaRig(t *testing.T) *masterRig {
 	}
 	return r
 }
+
+// TestTimingTick: a node ticks a fifth of its shortest period, between 20
+// and 100 ms, so that the defaults wake it a tenth of a second and short
+// test periods as often as before.
+func TestTimingTick(t *testing.T) {
+	def := DefaultTiming(time.Minute, 4*time.Second)
+	short := def
+	short.StatusEvery = 50 * time.Millisecond
+	mid := def
+	mid.LostAfter = 300 * time.Millisecond
+	for _, c := range []struct {
+		name   string
+		timing Timing
+		want   time.Duration
+	}{
+		{"defaults (regrant every 500 ms)", def, 100 * time.Millisecond},
+		{"status every 50 ms", short, 20 * time.Millisecond},
+		{"lost after 300 ms", mid, 60 * time.Millisecond},
+	} {
+		if got := c.timing.Tick(); got != c.want {
+			t.Errorf("%s: Tick() = %s, want %s", c.name, got, c.want)
+		}
+	}
+}

@@ -92,6 +92,17 @@ func DefaultTiming(joinTimeout, lostAfter time.Duration) Timing {
 	}
 }
 
+// Tick is how often a node runs its timers (Master.Tick, Slave.Tick): a
+// fifth of the shortest of its periods, so that none fires more than a
+// fifth of it late, between 20 and 100 ms. A node ticks while it trains,
+// and every tick wakes a thread that takes a CPU from the training's BLAS
+// threads for a moment: on one 2-core box, ticking every 20 ms instead of
+// 100 made the quickstart DBN's pipelined pre-training 3-4% slower.
+func (t Timing) Tick() time.Duration {
+	shortest := min(t.RegisterEvery, t.StatusEvery, t.LostAfter, t.RegrantEvery, t.ResendAfter, t.DrainGrace, t.WeightsEvery)
+	return min(max(shortest/5, 20*time.Millisecond), 100*time.Millisecond)
+}
+
 func (t Timing) check() error {
 	for _, d := range []struct {
 		name string
