@@ -40,6 +40,22 @@ func TestLocalPeersHand(t *testing.T) {
 	if lp.hand(a, protocol.Envelope{From: "a", To: "b", Msg: &messages.Register{Name: "a"}}) {
 		t.Error("hand of a registration = true; want false: only link messages skip the server")
 	}
+	cp := &messages.Checkpoint{RunID: "r", RBM: 1, Visible: 3, Hidden: 2, W: make([]float32, 6)}
+	if lp.hand(a, protocol.Envelope{From: "a", To: "b", Msg: cp}) {
+		t.Error("hand of a checkpoint to slave b = true; want false: a checkpoint skips the server only to the master")
+	}
+	m := newEndpoint(nil, MasterName, hclog.NewNullLogger())
+	lp.add(MasterName, m)
+	if !lp.hand(a, protocol.Envelope{From: "a", To: MasterName, Msg: cp}) {
+		t.Fatal("hand of a checkpoint to the master in the group's process = false; want it delivered in memory")
+	}
+	if d := <-m.inbox; d.env.From != "a" || d.env.Msg != cp {
+		t.Fatalf("the master received %+v; want the checkpoint from a", d.env)
+	}
+	if in, _ := m.bytes(); in != 0 {
+		t.Errorf("the master counted %d window bytes in for a checkpoint; want 0", in)
+	}
+	lp.remove(MasterName, m)
 	for range cap(b.inbox) {
 		lp.hand(a, protocol.Envelope{From: "a", To: "b", Msg: chunk})
 	}
