@@ -40,9 +40,9 @@ func runID(name string) string {
 // pretrainNATS runs the pipelined schedule over NATS: on the configured
 // server, or on an embedded one with one local slave process per RBM. With
 // reliability.checkpoint_every > 0 the slaves checkpoint into a JetStream
-// object store (the embedded server keeps it in out/jetstream), a lost
-// slave is replaced (a local one restarted), and an interrupted run resumes
-// when `master run` is pointed at the same output folder.
+// object store (on the embedded server, into files in out/checkpoints), a
+// lost slave is replaced (a local one restarted), and an interrupted run
+// resumes when `master run` is pointed at the same output folder.
 //
 // The embedded server admits only the identities the master makes afresh
 // at every start (natsnet.Identities): its own, and one per local slave,
@@ -67,7 +67,6 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		opt.Monitor.Planned(lay.plan.String())
 	}
 	url := cfg.Cluster.NatsURL
-	storeDir := filepath.Join(out, "jetstream")
 	var (
 		emb     *natsnet.Embedded
 		ids     *natsnet.Identities
@@ -75,9 +74,6 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	)
 	if url == "" {
 		eo := natsnet.EmbeddedOptions{}
-		if rel.CheckpointEvery > 0 {
-			eo.StoreDir = storeDir
-		}
 		if ids, err = natsnet.NewIdentities(natsnet.MasterName, slaveUsers(cfg.Cluster.Slaves, lay)); err != nil {
 			return nil, err
 		}
@@ -88,7 +84,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		defer emb.Shutdown()
 		url = emb.URL()
 		connect = append(connect, ids.Master.Option())
-		log.Info("embedded NATS server started", "url", url, "jetstream", eo.StoreDir, "identities", len(ids.Slaves)+1)
+		log.Info("embedded NATS server started", "url", url, "identities", len(ids.Slaves)+1)
 	}
 	// A server of its own may come up after the master (a Swarm stack
 	// starts its services in no order): wait for it as for the slaves.
@@ -105,14 +101,31 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		log.Warn("the NATS server asks for no credentials: whoever reaches it can read the data, stop slaves and forge their reports (README: Who may connect)", "nats", url)
 	}
 
+	// The store, and what deletes the run's checkpoints once pre-training
+	// is complete (nil: nothing to delete).
 	var store natsnet.Store
-	var js *natsnet.JetStreamStore
-	if rel.CheckpointEvery > 0 {
-		if js, err = natsnet.OpenJetStreamStore(ctx, nc, state.RunID); err != nil {
+	var destroy func(context.Context) error
+	switch {
+	case rel.CheckpointEvery <= 0:
+	case emb != nil:
+		// The embedded server's JetStream would keep them on this disk
+		// too, at the cost of a server between the master and its files.
+		fstore, err := natsnet.OpenFileStore(filepath.Join(out, "checkpoints"))
+		if err != nil {
+			return nil, err
+		}
+		store, destroy = fstore, fstore.Destroy
+		log.Info("checkpoints in files", "store", fstore.Where())
+		if old := filepath.Join(out, "jetstream"); state.Resume && dirExists(old) {
+			log.Warn("checkpoints of a build before 2026-11-27 (JetStream) are not read: this run starts from the files' checkpoints, if any; delete the folder when done", "folder", old)
+		}
+	default:
+		js, err := natsnet.OpenJetStreamStore(ctx, nc, state.RunID)
+		if err != nil {
 			log.Warn("no JetStream: checkpoints stay in the master's memory; a lost slave can be replaced, an interrupted master cannot resume", "error", err)
 			store = natsnet.NewMemStore()
 		} else {
-			store = js
+			store, destroy = js, js.Destroy
 			log.Info("checkpoints in JetStream", "store", js.Where())
 		}
 	}
@@ -225,9 +238,9 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		t.addTrained(r)
 	}
 	// Pre-training is complete: the checkpoints are no longer needed.
-	if js != nil {
-		if err := js.Destroy(context.Background()); err != nil {
-			log.Warn("cannot delete the run's checkpoints", "store", js.Where(), "error", err)
+	if destroy != nil {
+		if err := destroy(context.Background()); err != nil {
+			log.Warn("cannot delete the run's checkpoints", "store", store.Where(), "error", err)
 		}
 	}
 	if err := state.finish(); err != nil {
@@ -640,4 +653,10 @@ func slaveEnv(embedded bool) []string {
 		}
 	}
 	return out
+}
+
+// dirExists reports whether path is a folder.
+func dirExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
