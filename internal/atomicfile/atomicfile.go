@@ -13,13 +13,21 @@ import (
 
 // WriteFile writes b to path atomically, readable by everyone (0644):
 // results are for sharing.
-func WriteFile(path string, b []byte) error {
+func WriteFile(path string, b []byte) error { return write(path, b, 0o644, false) }
+
+// WritePrivate writes b to path atomically, readable by its owner alone
+// (0600), and syncs it to the disk before the rename: for a checkpoint,
+// which a resumed run trusts. Its temporary file, until the rename, is
+// named "." + the file's name + "." and a random suffix.
+func WritePrivate(path string, b []byte) error { return write(path, b, 0o600, true) }
+
+func write(path string, b []byte, mode os.FileMode, sync bool) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
 	// CreateTemp makes the file private.
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.Chmod(mode); err != nil {
 		tmp.Close()
 		return err
 	}
@@ -27,6 +35,12 @@ func WriteFile(path string, b []byte) error {
 	if _, err := tmp.Write(b); err != nil {
 		tmp.Close()
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if sync {
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			return fmt.Errorf("write %s: %w", path, err)
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

@@ -40,3 +40,22 @@ func TestWriteFile(t *testing.T) {
 		t.Error("WriteFile into a missing folder: no error")
 	}
 }
+
+// A private write is its owner's alone and leaves no temporary file.
+func TestWritePrivate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "000000000040")
+	if err := WritePrivate(path, []byte("checkpoint")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(path); string(b) != "checkpoint" || err != nil {
+		t.Fatalf("read back %q, %v; want checkpoint", b, err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, %v; want 0600", st.Mode().Perm(), err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d files in the folder; want 1, no temporary file left", len(entries))
+	}
+}

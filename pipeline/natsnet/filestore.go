@@ -6,17 +6,18 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/pipedbn/pipedbn/internal/atomicfile"
 )
 
 // FileStore is a Store in a folder of the master's machine, one file per
 // name: the store of runs on the embedded NATS server, whose JetStream
 // would keep its files on the same disk. A Put writes a temporary file,
-// syncs it and renames it over the name, so a name holds a whole object
-// or its previous one, whenever the master stops.
+// syncs it and renames it over the name (atomicfile.WritePrivate), so a
+// name holds a whole object or its previous one, whenever the master stops.
 //
 // It does the work of a JetStream object store put without the server:
 // on one 2-core box the quickstart DBN's pipelined pre-training (its
@@ -34,16 +35,25 @@ func OpenFileStore(dir string) (*FileStore, error) {
 	return &FileStore{dir: dir}, nil
 }
 
-// tmpSuffix marks a file a Put has not finished: List skips it.
-const tmpSuffix = ".partial"
-
 // file is the path of name, which must be a relative slash-separated path
-// below the store's folder ("rbm-2/000000000040", "master").
+// below the store's folder ("rbm-2/000000000040", "master") with no
+// element that starts with a dot: those are a Put's temporary files.
 func (s *FileStore) file(name string) (string, error) {
-	if name == "" || !fs.ValidPath(name) || strings.HasSuffix(name, tmpSuffix) {
+	if name == "" || !fs.ValidPath(name) || hidden(name) {
 		return "", fmt.Errorf("checkpoint store %s: invalid name %q", s.dir, name)
 	}
 	return filepath.Join(s.dir, filepath.FromSlash(name)), nil
+}
+
+// hidden reports whether an element of the slash-separated name starts
+// with a dot.
+func hidden(name string) bool {
+	for _, e := range strings.Split(name, "/") {
+		if strings.HasPrefix(e, ".") {
+			return true
+		}
+	}
+	return false
 }
 
 // Put implements Store.
@@ -53,25 +63,9 @@ func (s *FileStore) Put(_ context.Context, name string, data []byte) error {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return err
+		return fmt.Errorf("checkpoint store: put %s: %w", name, err)
 	}
-	tmp := p + tmpSuffix
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.WritePrivate(p, data); err != nil {
 		return fmt.Errorf("checkpoint store: put %s: %w", name, err)
 	}
 	return nil
@@ -109,8 +103,8 @@ func (s *FileStore) List(context.Context) ([]string, error) {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && !strings.HasSuffix(name, tmpSuffix) {
-			names = append(names, path.Clean(name))
+		if !d.IsDir() && !hidden(name) {
+			names = append(names, name)
 		}
 		return nil
 	})

@@ -35,7 +35,7 @@ func TestFileStore(t *testing.T) {
 		t.Fatalf("Get after a second Put = %q, %v; want new", got, err)
 	}
 	// A put the master did not finish is not an object.
-	if err := os.WriteFile(filepath.Join(dir, "rbm-2", "000000000045"+tmpSuffix), []byte("half"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "rbm-2", ".000000000045.123456"), []byte("half"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"master", "rbm-1-replica-1/000000000005", "rbm-2/000000000040"}
@@ -51,7 +51,7 @@ func TestFileStore(t *testing.T) {
 	if got, err := s.Get(ctx, "rbm-2/000000000040"); got != nil || !errors.Is(err, ErrNotStored) {
 		t.Fatalf("Get after Delete = %q, %v; want ErrNotStored", got, err)
 	}
-	for _, bad := range []string{"", "../outside", "/etc/passwd", "rbm-2/../../x", "a" + tmpSuffix} {
+	for _, bad := range []string{"", "../outside", "/etc/passwd", "rbm-2/../../x", "rbm-2/.000000000045.1"} {
 		if err := s.Put(ctx, bad, []byte("x")); err == nil {
 			t.Errorf("Put(%q) = nil; want an error naming the invalid name", bad)
 		}
