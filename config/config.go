@@ -252,7 +252,11 @@ type Cluster struct {
 	// plan's predicted time per window, a plan with fewer stage replicas
 	// may be and still be chosen by cluster.plan = auto: replicas change
 	// what an RBM trains on, which the planner's time model does not see.
-	// 0 takes the fastest plan. Default 0.1.
+	// 0 takes the fastest plan: the default since 2026-11-28 (0.1 before).
+	// Since replicas take a step per sub-batch they cost no quality where
+	// measured, and on 8 machines of 0.225 CPU every plan with fewer
+	// copies that 0.1 chose took longer than the fastest (1 · 2 · 3x5
+	// 1.16x, 1x2 · 2x2 · 3x4 1.06x).
 	ReplicaTolerance float64 `mapstructure:"replica_tolerance"`
 }
 
@@ -420,7 +424,7 @@ func Defaults() map[string]any {
 		"cluster.sync_every":             1,
 		"cluster.max_replicas":           4,
 		"cluster.replicate":              ReplicateAny,
-		"cluster.replica_tolerance":      0.1,
+		"cluster.replica_tolerance":      0.0,
 		"finetune.epochs":                10,
 		"finetune.batch_size":            128,
 		"finetune.learning_rate":         0.1,
