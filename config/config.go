@@ -254,9 +254,9 @@ type Cluster struct {
 	// what an RBM trains on, which the planner's time model does not see.
 	// 0 takes the fastest plan: the default since 2026-11-28 (0.1 before).
 	// Since replicas take a step per sub-batch they cost no quality where
-	// measured, and on 8 machines of 0.225 CPU every plan with fewer
-	// copies that 0.1 chose took longer than the fastest (1 · 2 · 3x5
-	// 1.16x, 1x2 · 2x2 · 3x4 1.06x).
+	// measured, and on 8 machines of 0.225 CPU the plan with fewer copies
+	// that 0.1 chose when the calibration's noise made it look close,
+	// 1x2 · 2 · 3x5, took 1.16x as long as the fastest, 1-2x3 · 3x5.
 	ReplicaTolerance float64 `mapstructure:"replica_tolerance"`
 }
 
