@@ -114,8 +114,8 @@ double pd_reconstruct(float *x, const float *v0, long rows, long cols,
 	PICK(reconstruct, (x, v0, rows, cols, bias, coldiff, logistic))
 }
 
-int pd_momentum_step(float *w, float *vel, long n, float decay) {
-	PICK(momentum_step, (w, vel, n, decay))
+int pd_momentum_step(float *w, float *vel, long n, float decay, float carry) {
+	PICK(momentum_step, (w, vel, n, decay, carry))
 }
 
 const char *pd_kernel_level(void) {

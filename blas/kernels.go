@@ -60,16 +60,19 @@ func Reconstruct(x, v0 []float32, rows, cols int, bias, colDiff []float32, logis
 }
 
 // MomentumStep applies a momentum update whose gradient part is already in
-// vel: vel[i] -= decay*w[i]; w[i] += vel[i]. It reports whether every new
-// w[i] is finite, so a caller learns of divergence without another pass.
-func MomentumStep(w, vel []float32, decay float32) (finite bool) {
+// vel: vel[i] -= decay*w[i]; w[i] += vel[i]; and then leaves in vel[i] what
+// the next update carries of it, carry*vel[i] (carry 1: vel[i] as it is),
+// so that the next update's gradient GEMM adds to vel with beta 1 rather
+// than scaling it in a pass of its own. It reports whether every new w[i]
+// is finite, so a caller learns of divergence without another pass.
+func MomentumStep(w, vel []float32, decay, carry float32) (finite bool) {
 	if len(vel) < len(w) {
 		panic(fmt.Sprintf("blas: MomentumStep: len(vel) = %d < len(w) = %d", len(vel), len(w)))
 	}
 	if len(w) == 0 {
 		return true
 	}
-	return momentumStep(w, vel, decay)
+	return momentumStep(w, vel, decay, carry)
 }
 
 // Sigmoid returns 1/(1+exp(-x)) as the kernels compute it: within about 1e-7

@@ -39,7 +39,7 @@ func benchReconstruct(b *testing.B, rows, cols int) {
 
 func benchMomentumStep(b *testing.B, rows, cols int) {
 	benchKernel(b, rows, cols, func(w, vel []float32) {
-		if !MomentumStep(w, vel, 1e-6) {
+		if !MomentumStep(w, vel, 1e-6, 0.9) {
 			b.Fatal("not finite")
 		}
 	})

@@ -15,7 +15,7 @@ void pd_logistic_bias_sample(float *x, float *smp, long rows, long cols,
 		const float *bias, float *colsum, uint32_t *state);
 double pd_reconstruct(float *x, const float *v0, long rows, long cols,
 		const float *bias, float *coldiff, int logistic);
-int pd_momentum_step(float *w, float *vel, long n, float decay);
+int pd_momentum_step(float *w, float *vel, long n, float decay, float carry);
 const char *pd_kernel_level(void);
 void pd_cap_level(int l);
 */
@@ -54,8 +54,8 @@ func reconstruct(x, v0 []float32, rows, cols int, bias, colDiff []float32, logis
 	return float64(C.pd_reconstruct(fptr(x), fptr(v0), C.long(rows), C.long(cols), fptr(bias), fptr(colDiff), l))
 }
 
-func momentumStep(w, vel []float32, decay float32) bool {
-	return C.pd_momentum_step(fptr(w), fptr(vel), C.long(len(w)), C.float(decay)) == 0
+func momentumStep(w, vel []float32, decay, carry float32) bool {
+	return C.pd_momentum_step(fptr(w), fptr(vel), C.long(len(w)), C.float(decay), C.float(carry)) == 0
 }
 
 // capKernelLevel makes the kernels use at most variant l (0 base, 1 AVX2,

@@ -169,12 +169,12 @@ static double KN(reconstruct)(float *restrict x, const float *restrict v0,
 	return sse;
 }
 
-static int KN(momentum_step)(float *restrict w, float *restrict vel, long n, float decay) {
+static int KN(momentum_step)(float *restrict w, float *restrict vel, long n, float decay, float carry) {
 	uint32_t bad = 0;
 	for (long i = 0; i < n; i++) {
 		float v = vel[i] - decay * w[i];
 		float nw = w[i] + v;
-		vel[i] = v;
+		vel[i] = carry * v;
 		w[i] = nw;
 		uint32_t b;
 		memcpy(&b, &nw, 4);

@@ -20,7 +20,9 @@ func reconstruct(x, v0 []float32, rows, cols int, bias, colDiff []float32, logis
 	return refReconstruct(x, v0, rows, cols, bias, colDiff, logistic)
 }
 
-func momentumStep(w, vel []float32, decay float32) bool { return refMomentumStep(w, vel, decay) }
+func momentumStep(w, vel []float32, decay, carry float32) bool {
+	return refMomentumStep(w, vel, decay, carry)
+}
 
 // capKernelLevel is a no-op in the purego build: there is one variant.
 func capKernelLevel(l int) {}

@@ -145,13 +145,13 @@ func refReconstruct(x, v0 []float32, rows, cols int, bias, colDiff []float32, lo
 	return sse
 }
 
-func refMomentumStep(w, vel []float32, decay float32) bool {
+func refMomentumStep(w, vel []float32, decay, carry float32) bool {
 	vel = vel[:len(w)]
 	bad := uint32(0)
 	for i, wi := range w {
 		v := vel[i] - float32(decay*wi)
 		nw := wi + v
-		vel[i] = v
+		vel[i] = float32(carry * v)
 		w[i] = nw
 		if math.Float32bits(nw)&0x7f800000 == 0x7f800000 {
 			bad = 1

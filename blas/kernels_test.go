@@ -148,8 +148,8 @@ func TestKernelsMatchReference(t *testing.T) {
 			// MomentumStep.
 			w, vel := randMat(rng, n, 1), randMat(rng, n, 0.1)
 			gw, gv, ww, wv := clone(w), clone(vel), clone(w), clone(vel)
-			gf := MomentumStep(gw, gv, 0.01)
-			wf := refMomentumStep(ww, wv, 0.01)
+			gf := MomentumStep(gw, gv, 0.01, 0.9)
+			wf := refMomentumStep(ww, wv, 0.01, 0.9)
 			sameBits(t, "MomentumStep w", gw, ww)
 			sameBits(t, "MomentumStep vel", gv, wv)
 			if !gf || !wf {
@@ -209,10 +209,10 @@ func TestKernelsValues(t *testing.T) {
 
 		w := []float32{1, -2, 3}
 		vel := []float32{0.5, 0.25, -1}
-		if !MomentumStep(w, vel, 0.5) {
+		if !MomentumStep(w, vel, 0.5, 0.5) {
 			t.Fatal("MomentumStep = false; want true")
 		}
-		wantVel := []float32{0, 1.25, -2.5}
+		wantVel := []float32{0, 0.625, -1.25} // 0.5 x the velocity {0, 1.25, -2.5}
 		wantW := []float32{1, -0.75, 0.5}
 		sameBits(t, "MomentumStep vel", vel, wantVel)
 		sameBits(t, "MomentumStep w", w, wantW)
@@ -221,12 +221,12 @@ func TestKernelsValues(t *testing.T) {
 			w := make([]float32, 50)
 			vel := make([]float32, 50)
 			vel[37] = bad
-			if MomentumStep(w, vel, 0) {
+			if MomentumStep(w, vel, 0, 1) {
 				t.Errorf("MomentumStep with vel = %g: finite = true; want false", bad)
 			}
 		}
 		w = []float32{math.MaxFloat32}
-		if MomentumStep(w, []float32{math.MaxFloat32}, 0) {
+		if MomentumStep(w, []float32{math.MaxFloat32}, 0, 1) {
 			t.Error("MomentumStep overflowing to +Inf: finite = true; want false")
 		}
 	})
@@ -327,7 +327,7 @@ func TestKernelShapePanics(t *testing.T) {
 		{"Reconstruct short colDiff", func() {
 			Reconstruct(make([]float32, 6), make([]float32, 6), 2, 3, make([]float32, 3), make([]float32, 2), true)
 		}},
-		{"MomentumStep short vel", func() { MomentumStep(make([]float32, 3), make([]float32, 2), 0) }},
+		{"MomentumStep short vel", func() { MomentumStep(make([]float32, 3), make([]float32, 2), 0, 1) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {

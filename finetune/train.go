@@ -572,8 +572,8 @@ func (t *trainer) update(decay float32) bool {
 	ok := true
 	for i := range t.velW {
 		l := t.net.layer(i)
-		ok = blas.MomentumStep(l.W, t.velW[i], decay) && ok
-		ok = blas.MomentumStep(l.B, t.velB[i], 0) && ok
+		ok = blas.MomentumStep(l.W, t.velW[i], decay, 1) && ok
+		ok = blas.MomentumStep(l.B, t.velB[i], 0, 1) && ok
 		if t.maxNorm > 0 {
 			clipColumns(l.W, l.In, l.Out, t.maxNorm, t.norms[:l.Out])
 		}

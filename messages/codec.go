@@ -16,8 +16,9 @@ import (
 // learning rates (the replica takes a step per sub-batch), where 8 carried
 // them scaled by the replicas; version 10 pads float32 arrays to 4-byte
 // offsets (f32s); version 11 pads the fragment header to 32 bytes
-// (FragmentHeaderSize), so that a message in one fragment decodes in place.
-const Version uint16 = 11
+// (FragmentHeaderSize), so that a message in one fragment decodes in place;
+// version 12 adds a checkpoint's VelWCarry.
+const Version uint16 = 12
 
 const (
 	magic = "PDBN"

@@ -393,7 +393,7 @@ func testCheckpoint(v, h int) *Checkpoint {
 		EpochSSE: 12.5, EpochElems: 4000, EpochEnded: true, Batches: 400, Rows: 102400, ReconErrors: []float64{0.05},
 		ReconError: 0.04, BusySeconds: 3, WaitInputSeconds: 0.5, WaitCreditSeconds: 0.25,
 		W: make([]float32, v*h), A: make([]float32, v), B: make([]float32, h),
-		VelW: make([]float32, v*h), VelA: make([]float32, v), VelB: make([]float32, h),
+		VelW: make([]float32, v*h), VelA: make([]float32, v), VelB: make([]float32, h), VelWCarry: 0.9,
 		RNG: make([]uint32, CheckpointRNGWords),
 	}
 	for i := range c.W {

@@ -1,6 +1,9 @@
 package messages
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // This file holds what a slave reports to the master: progress (Status),
 // the result (Weights), failure or a stop on request (Error), and its state
@@ -253,6 +256,9 @@ type Checkpoint struct {
 	// W (Visible x Hidden), A and B are the RBM; VelW, VelA and VelB its
 	// momentum buffers.
 	W, A, B, VelW, VelA, VelB []float32
+	// VelWCarry is the momentum VelW already carries (0: none; see
+	// rbm.TrainerState).
+	VelWCarry float64
 	// RNG is the sampling generator's state, 64 words.
 	RNG []uint32
 }
@@ -283,6 +289,9 @@ func (m *Checkpoint) validate() error {
 	}
 	if len(m.VelW) != len(m.W) || len(m.A) != m.Visible || len(m.VelA) != m.Visible || len(m.B) != m.Hidden || len(m.VelB) != m.Hidden {
 		return shapeErr("a, b, vel_w, vel_a, vel_b of %d, %d, %d, %d, %d values for %d x %d", len(m.A), len(m.B), len(m.VelW), len(m.VelA), len(m.VelB), m.Visible, m.Hidden)
+	}
+	if c := m.VelWCarry; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || c > math.MaxFloat32 {
+		return invalid("vel w carry %g: want a float32 >= 0", c)
 	}
 	if len(m.RNG) != CheckpointRNGWords {
 		return shapeErr("rng of %d words, want %d", len(m.RNG), CheckpointRNGWords)
@@ -327,6 +336,7 @@ func (m *Checkpoint) fields(c *coder) {
 	c.f32s(&m.VelW, "vel w")
 	c.f32s(&m.VelA, "vel a")
 	c.f32s(&m.VelB, "vel b")
+	c.f64(&m.VelWCarry, "vel w carry")
 	c.u32s(&m.RNG, "rng")
 }
 

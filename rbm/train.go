@@ -63,6 +63,11 @@ type Trainer struct {
 	diffA []float32 // Σ_rows (v0 - vk)
 
 	velW, velA, velB []float32
+	// velCarry is the momentum velW already carries: each step leaves m·vel
+	// there for the next, whose gradient GEMM then adds to it with beta 1
+	// rather than scaling it first, a pass over Visible x Hidden values (0:
+	// velW holds the velocity itself, as after a step of momentum 0).
+	velCarry float32
 
 	// The last committed W, A and B, restored on divergence.
 	goodW, goodA, goodB []float32
@@ -186,12 +191,23 @@ func (t *Trainer) Step(v0 []float32, rows int, p Params, middle []float32, kind 
 
 	// Update. The gradient goes straight into the momentum buffer through
 	// GEMM's alpha and beta, and one fused pass applies decay and velocity
-	// to W while checking that it stayed finite.
+	// to W while checking that it stayed finite, and leaves m·vel in the
+	// buffer: while the momentum holds, beta is 1 and GEMM makes no pass of
+	// its own over the buffer (velCarry).
 	lr, m := p.LearningRate, p.Momentum
 	scale := lr / float32(rows)
-	blas.Gemm(true, false, V, H, rows, scale, v0, V, h0, H, m, t.velW, H)
+	beta := m
+	if t.velCarry != 0 {
+		beta = m / t.velCarry // 1 while the momentum holds
+	}
+	carry := m
+	if m == 0 {
+		carry = 1 // m·vel would lose the velocity a later momentum needs
+	}
+	blas.Gemm(true, false, V, H, rows, scale, v0, V, h0, H, beta, t.velW, H)
 	blas.Gemm(true, false, V, H, rows, -scale, vk, V, hk, H, 1, t.velW, H)
-	finite := blas.MomentumStep(r.W, t.velW, lr*p.WeightDecay)
+	finite := blas.MomentumStep(r.W, t.velW, lr*p.WeightDecay, carry)
+	t.velCarry = m
 	finite = updateBias(r.A, t.velA, t.diffA, nil, m, scale) && finite
 	finite = updateBias(r.B, t.velB, t.sumH0, t.sumHk, m, scale) && finite
 	if !finite || math.IsNaN(sse) || math.IsInf(sse, 0) {
@@ -251,6 +267,7 @@ func (t *Trainer) restore() {
 	clear(t.velW)
 	clear(t.velA)
 	clear(t.velB)
+	t.velCarry = 0
 }
 
 // TrainerState is what a checkpoint keeps of a Trainer besides its RBM: the
@@ -260,6 +277,9 @@ type TrainerState struct {
 	// VelW (Visible x Hidden), VelA (Visible) and VelB (Hidden) are the
 	// momentum buffers.
 	VelW, VelA, VelB []float32
+	// VelWCarry is the momentum VelW already carries: the last step left
+	// momentum x velocity there for the next (0: VelW is the velocity).
+	VelWCarry float32
 	// RNG is the sampling generator's state.
 	RNG [blas.RNGStateLen]uint32
 }
@@ -267,10 +287,11 @@ type TrainerState struct {
 // State returns a copy of t's momentum buffers and generator state.
 func (t *Trainer) State() TrainerState {
 	return TrainerState{
-		VelW: append([]float32(nil), t.velW...),
-		VelA: append([]float32(nil), t.velA...),
-		VelB: append([]float32(nil), t.velB...),
-		RNG:  t.rng.State(),
+		VelW:      append([]float32(nil), t.velW...),
+		VelA:      append([]float32(nil), t.velA...),
+		VelB:      append([]float32(nil), t.velB...),
+		VelWCarry: t.velCarry,
+		RNG:       t.rng.State(),
 	}
 }
 
@@ -283,6 +304,9 @@ func (t *Trainer) Restore(s TrainerState) error {
 	if len(s.VelW) != V*H || len(s.VelA) != V || len(s.VelB) != H {
 		return fmt.Errorf("rbm: restore: momentum of %d, %d, %d values for a %dx%d RBM", len(s.VelW), len(s.VelA), len(s.VelB), V, H)
 	}
+	if c := float64(s.VelWCarry); math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
+		return fmt.Errorf("rbm: restore: momentum buffers that carry a momentum of %g", c)
+	}
 	var g blas.RNG
 	if !g.SetState(s.RNG) {
 		return fmt.Errorf("rbm: restore: a generator state with an all-zero stream")
@@ -290,6 +314,7 @@ func (t *Trainer) Restore(s TrainerState) error {
 	copy(t.velW, s.VelW)
 	copy(t.velA, s.VelA)
 	copy(t.velB, s.VelB)
+	t.velCarry = s.VelWCarry
 	t.rng = g
 	t.Commit()
 	return nil

@@ -158,9 +158,9 @@ func closeTo(t *testing.T, what string, got []float32, want []float64, tol float
 	}
 }
 
-// TestStepMatchesReference runs a few CD-k steps (with momentum, weight
-// decay, a short batch and an externally overwritten A) against the float64
-// reference drawing the same samples.
+// TestStepMatchesReference runs a few CD-k steps (with a changing momentum,
+// weight decay, a short batch and an externally overwritten A) against the
+// float64 reference drawing the same samples.
 func TestStepMatchesReference(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -184,8 +184,11 @@ func TestStepMatchesReference(t *testing.T) {
 			}
 			tr := NewTrainer(r, tc.batch, tc.k, tc.seed+100)
 			ref := newRefTrainer(r, tc.k, tr.rng)
-			p := Params{LearningRate: 0.3, Momentum: 0.5, WeightDecay: 0.01}
-			for step := 0; step < 3; step++ {
+			// The momentum holds, rises, drops to 0 and comes back: the
+			// trainer carries m·vel from step to step (velCarry).
+			momenta := []float32{0.5, 0.5, 0.9, 0, 0.7}
+			for step, m := range momenta {
+				p := Params{LearningRate: 0.3, Momentum: m, WeightDecay: 0.01}
 				v0 := randomData(tc.rows, tc.v, tc.units, tc.seed*10+uint64(step))
 				if step == 2 {
 					// The lower layer's B_{i-1} arrives: overwrite A.
@@ -284,6 +287,59 @@ func TestDeterminism(t *testing.T) {
 	}
 	if equalBits(a.W, c.W) {
 		t.Error("trainers with seeds 42 and 43 ended with the same W")
+	}
+}
+
+// TestStateResumesExactly restores a trainer's State into a new trainer
+// between two steps whose momentum differs, where the buffers carry the
+// first momentum: both go on bit for bit alike.
+func TestStateResumesExactly(t *testing.T) {
+	t.Parallel()
+	const v, h, rows = 13, 21, 6
+	first := randomRBM(v, h, Bernoulli, 7)
+	tr := NewTrainer(first, rows, 1, 8)
+	step := func(tr *Trainer, n int, m float32) {
+		t.Helper()
+		p := Params{LearningRate: 0.2, Momentum: m, WeightDecay: 1e-3}
+		if _, err := tr.Step(randomData(rows, v, Bernoulli, uint64(100+n)), rows, p, nil, Probabilities); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(tr, 0, 0.5)
+	step(tr, 1, 0.5)
+	st := tr.State()
+	if st.VelWCarry != 0.5 {
+		t.Fatalf("State().VelWCarry = %g after steps of momentum 0.5; want 0.5", st.VelWCarry)
+	}
+	resume := func(st TrainerState) *RBM {
+		r := randomRBM(v, h, Bernoulli, 7)
+		copy(r.W, first.W)
+		copy(r.A, first.A)
+		copy(r.B, first.B)
+		tr := NewTrainer(r, rows, 1, 99)
+		if err := tr.Restore(st); err != nil {
+			t.Fatal(err)
+		}
+		step(tr, 2, 0.9)
+		step(tr, 3, 0.9)
+		return r
+	}
+	resumed := resume(st)
+	lost := st
+	lost.VelWCarry = 0 // read as the velocity itself
+	forgot := resume(lost)
+	step(tr, 2, 0.9)
+	step(tr, 3, 0.9)
+	if !equalRBM(resumed, first) {
+		t.Error("a trainer restored from State went on unlike the one it was taken of")
+	}
+	if equalBits(forgot.W, first.W) {
+		t.Error("a trainer restored without VelWCarry went on alike: the test does not see the carry")
+	}
+	bad := st
+	bad.VelWCarry = float32(math.NaN())
+	if err := NewTrainer(randomRBM(v, h, Bernoulli, 7), rows, 1, 1).Restore(bad); err == nil {
+		t.Error("Restore of a NaN VelWCarry: no error")
 	}
 }
 

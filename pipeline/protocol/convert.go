@@ -55,7 +55,7 @@ func CheckpointOf(run Run, cfg pipeline.StageConfig, s pipeline.StageState) *mes
 		BusySeconds: s.Stats.Busy.Seconds(), WaitInputSeconds: s.Stats.WaitInput.Seconds(),
 		WaitCreditSeconds: s.Stats.WaitCredit.Seconds(),
 		W:                 s.W, A: s.A, B: s.B, VelW: s.Trainer.VelW, VelA: s.Trainer.VelA, VelB: s.Trainer.VelB,
-		RNG: s.Trainer.RNG[:],
+		VelWCarry: float64(s.Trainer.VelWCarry), RNG: s.Trainer.RNG[:],
 	}
 }
 
@@ -69,7 +69,7 @@ func StageStateOf(c *messages.Checkpoint) pipeline.StageState {
 			Busy: Seconds(c.BusySeconds), WaitInput: Seconds(c.WaitInputSeconds), WaitCredit: Seconds(c.WaitCreditSeconds),
 		},
 		W: c.W, A: c.A, B: c.B,
-		Trainer: rbm.TrainerState{VelW: c.VelW, VelA: c.VelA, VelB: c.VelB},
+		Trainer: rbm.TrainerState{VelW: c.VelW, VelA: c.VelA, VelB: c.VelB, VelWCarry: float32(c.VelWCarry)},
 	}
 	copy(s.Trainer.RNG[:], c.RNG)
 	return s
