@@ -290,8 +290,8 @@ func (m *Checkpoint) validate() error {
 	if len(m.VelW) != len(m.W) || len(m.A) != m.Visible || len(m.VelA) != m.Visible || len(m.B) != m.Hidden || len(m.VelB) != m.Hidden {
 		return shapeErr("a, b, vel_w, vel_a, vel_b of %d, %d, %d, %d, %d values for %d x %d", len(m.A), len(m.B), len(m.VelW), len(m.VelA), len(m.VelB), m.Visible, m.Hidden)
 	}
-	if c := m.VelWCarry; math.IsNaN(c) || math.IsInf(c, 0) || c < 0 || c > math.MaxFloat32 {
-		return invalid("vel w carry %g: want a float32 >= 0", c)
+	if c := m.VelWCarry; math.IsNaN(c) || math.Abs(c) > math.MaxFloat32 {
+		return invalid("vel w carry %g: want a finite float32", c)
 	}
 	if len(m.RNG) != CheckpointRNGWords {
 		return shapeErr("rng of %d words, want %d", len(m.RNG), CheckpointRNGWords)

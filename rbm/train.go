@@ -304,7 +304,7 @@ func (t *Trainer) Restore(s TrainerState) error {
 	if len(s.VelW) != V*H || len(s.VelA) != V || len(s.VelB) != H {
 		return fmt.Errorf("rbm: restore: momentum of %d, %d, %d values for a %dx%d RBM", len(s.VelW), len(s.VelA), len(s.VelB), V, H)
 	}
-	if c := float64(s.VelWCarry); math.IsNaN(c) || math.IsInf(c, 0) || c < 0 {
+	if c := float64(s.VelWCarry); math.IsNaN(c) || math.IsInf(c, 0) {
 		return fmt.Errorf("rbm: restore: momentum buffers that carry a momentum of %g", c)
 	}
 	var g blas.RNG
