@@ -257,6 +257,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"w != visible*hidden", frame(KindWeights, body(func() *Weights { w := testWeights(3, 2); w.W = w.W[:5]; return w }())), ErrShape},
 		{"a != visible", frame(KindWeights, body(func() *Weights { w := testWeights(3, 2); w.A = w.A[:2]; return w }())), ErrShape},
 		{"b != hidden", frame(KindWeights, body(func() *Weights { w := testWeights(3, 2); w.B = nil; return w }())), ErrShape},
+		{"carried momentum NaN", frame(KindCheckpoint, body(func() *Checkpoint { c := testCheckpoint(3, 2); c.VelWCarry = math.NaN(); return c }())), ErrInvalid},
+		{"carried momentum beyond float32", frame(KindCheckpoint, body(func() *Checkpoint { c := testCheckpoint(3, 2); c.VelWCarry = -1e39; return c }())), ErrInvalid},
 		{"unknown state", frame(KindStatus, body(&Status{State: stateEnd})), ErrInvalid},
 		{"unknown units", frame(KindAssign, body(&Assign{RBM: 1, RBMs: 1, Visible: 1, Hidden: 1, Units: "relu", Middle: MiddleSamples, BatchSize: 1, K: 1, CDK: 1})), ErrInvalid},
 		{"rbm beyond rbms", frame(KindAssign, body(&Assign{RBM: 4, RBMs: 3, Visible: 1, Hidden: 1, Units: UnitsGaussian, Middle: MiddleSamples, BatchSize: 1, K: 1, CDK: 1})), ErrInvalid},
