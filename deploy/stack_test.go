@@ -113,8 +113,25 @@ func TestStack(t *testing.T) {
 				t.Errorf("docker swarm leave: %v\n%s", err, out)
 			}
 			if !hadBridge {
-				if out, err := docker(ctx, nil, "network", "rm", "docker_gwbridge"); err != nil {
-					t.Errorf("docker network rm docker_gwbridge (made by swarm init): %v\n%s", err, out)
+				// Docker 20.10 lets go of the bridge's last endpoint (the
+				// ingress sandbox's) a moment after the swarm is left, and
+				// now and then never: its store keeps an endpoint that no
+				// container holds (seen 2026-11-28), and only a restart of
+				// the daemon drops it. The swarm is left all the same.
+				for wait := 15; ; wait-- {
+					out, err := docker(ctx, nil, "network", "rm", "docker_gwbridge")
+					if err == nil {
+						break
+					}
+					if !strings.Contains(out, "active endpoints") {
+						t.Errorf("docker network rm docker_gwbridge (made by swarm init): %v\n%s", err, out)
+						break
+					}
+					if wait == 0 || ctx.Err() != nil {
+						t.Logf("docker_gwbridge (made by swarm init) stays: the engine keeps an endpoint of it that no container holds\n%s", out)
+						break
+					}
+					time.Sleep(time.Second)
 				}
 			}
 			if s, _, err := swarmState(ctx); err != nil || s != "inactive" {
