@@ -409,6 +409,11 @@ type trainer struct {
 	// velW[i], velB[i] are the momentum buffers of layer i (the output
 	// layer last).
 	velW, velB [][]float32
+	// velCarry is the momentum the buffers already carry: each update
+	// leaves momentum·vel there for the next backward pass, whose GEMMs
+	// then add with beta 1 rather than scaling them first (0: they hold
+	// the velocity itself), as rbm.Trainer does.
+	velCarry float32
 	// dropout is the hidden units' drop probability; rng draws the masks.
 	dropout float32
 	rng     *blas.RNG
@@ -466,7 +471,7 @@ func (t *trainer) step(rows int, lr, momentum, decay float32) (loss float64, cor
 		return loss, correct, false
 	}
 	t.backward(rows, lr, momentum)
-	return loss, correct, t.update(decay)
+	return loss, correct, t.update(decay, momentum)
 }
 
 // dropInputs applies inverted dropout to the rows examples in t.x, in
@@ -523,11 +528,16 @@ func softmaxDeltas(z []float32, rows, c int, labels []uint8, eps float64) (loss 
 // backward back-propagates the output deltas left in t.acts.logits and sets
 // every momentum buffer to vel = momentum·vel - lr·∂loss/∂param, where the
 // loss is the mini-batch mean. The GEMMs fold the momentum in through beta
-// and the 1/rows and -lr through alpha. Each layer's deltas are passed down
-// before any weight changes.
+// (1 while the buffers carry it already, velCarry) and the 1/rows and -lr
+// through alpha. Each layer's deltas are passed down before any weight
+// changes.
 func (t *trainer) backward(rows int, lr, momentum float32) {
 	n := t.net
 	alpha := -lr / float32(rows)
+	beta := momentum
+	if t.velCarry != 0 {
+		beta = momentum / t.velCarry
+	}
 	delta := t.acts.logits[:rows*n.Out.Out]
 	for i := len(n.Hidden); i >= 0; i-- {
 		l := n.layer(i)
@@ -536,8 +546,8 @@ func (t *trainer) backward(rows int, lr, momentum float32) {
 			in = t.acts.hidden[i-1]
 		}
 		// vel_W = m·vel_W - lr/rows · inᵀ δ; vel_b = m·vel_b - lr/rows · 1ᵀ δ.
-		blas.Gemm(true, false, l.In, l.Out, rows, alpha, in, l.In, delta, l.Out, momentum, t.velW[i], l.Out)
-		blas.Gemm(false, false, 1, l.Out, rows, alpha, t.ones, rows, delta, l.Out, momentum, t.velB[i], l.Out)
+		blas.Gemm(true, false, l.In, l.Out, rows, alpha, in, l.In, delta, l.Out, beta, t.velW[i], l.Out)
+		blas.Gemm(false, false, 1, l.Out, rows, alpha, t.ones, rows, delta, l.Out, beta, t.velB[i], l.Out)
 		if i == 0 {
 			break
 		}
@@ -567,17 +577,23 @@ func (t *trainer) backward(rows int, lr, momentum float32) {
 }
 
 // update applies the momentum buffers, with weight decay on the weights
-// only, and reports whether every new value is finite.
-func (t *trainer) update(decay float32) bool {
+// only, leaves momentum·vel in them for the next step (velCarry), and
+// reports whether every new value is finite.
+func (t *trainer) update(decay, momentum float32) bool {
+	carry := momentum
+	if momentum == 0 {
+		carry = 1 // momentum·vel would lose the velocity a later momentum needs
+	}
 	ok := true
 	for i := range t.velW {
 		l := t.net.layer(i)
-		ok = blas.MomentumStep(l.W, t.velW[i], decay, 1) && ok
-		ok = blas.MomentumStep(l.B, t.velB[i], 0, 1) && ok
+		ok = blas.MomentumStep(l.W, t.velW[i], decay, carry) && ok
+		ok = blas.MomentumStep(l.B, t.velB[i], 0, carry) && ok
 		if t.maxNorm > 0 {
 			clipColumns(l.W, l.In, l.Out, t.maxNorm, t.norms[:l.Out])
 		}
 	}
+	t.velCarry = momentum
 	return ok
 }
 

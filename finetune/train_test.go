@@ -207,7 +207,11 @@ func TestUpdateRule(t *testing.T) {
 		}
 		vel1[i] = [2][]float32{append([]float32(nil), tr.velW[i]...), append([]float32(nil), tr.velB[i]...)}
 	}
-	// With lr 0 a second step only carries momentum: w += momentum·vel.
+	// With lr 0 a second step only carries momentum: w += momentum·vel,
+	// which the buffers hold since the first step (velCarry).
+	if tr.velCarry != momentum {
+		t.Fatalf("velCarry after a step of momentum %v = %v", float32(momentum), tr.velCarry)
+	}
 	n1 := n.Clone()
 	if _, _, ok := tr.step(rows, 0, momentum, 0); !ok {
 		t.Fatal("second step diverged")
@@ -215,12 +219,12 @@ func TestUpdateRule(t *testing.T) {
 	for i := range tr.velW {
 		l1, l := n1.layer(i), n.layer(i)
 		for j := range l.W {
-			if want := l1.W[j] + momentum*vel1[i][0][j]; !near(l.W[j], want) {
+			if want := l1.W[j] + vel1[i][0][j]; !near(l.W[j], want) {
 				t.Fatalf("layer %d: W[%d] after a momentum-only step = %v; want %v", i, j, l.W[j], want)
 			}
 		}
 		for j := range l.B {
-			if want := l1.B[j] + momentum*vel1[i][1][j]; !near(l.B[j], want) {
+			if want := l1.B[j] + vel1[i][1][j]; !near(l.B[j], want) {
 				t.Fatalf("layer %d: B[%d] after a momentum-only step = %v; want %v", i, j, l.B[j], want)
 			}
 		}
