@@ -75,6 +75,28 @@ func MomentumStep(w, vel []float32, decay, carry float32) (finite bool) {
 	return momentumStep(w, vel, decay, carry)
 }
 
+// MomentumCarry returns the carry MomentumStep is to leave after a step of
+// momentum m: m, so that the buffer holds what the next step carries, or
+// 1 for momentum 0, whose product would lose the velocity a later momentum
+// needs.
+func MomentumCarry(m float32) float32 {
+	if m == 0 {
+		return 1
+	}
+	return m
+}
+
+// MomentumBeta returns the beta with which a gradient GEMM adds to a
+// momentum buffer for a step of momentum m, the buffer carrying momentum
+// carried already (MomentumCarry's m; 0: it holds the velocity itself):
+// 1 while the momentum holds, when GEMM makes no pass of its own over it.
+func MomentumBeta(m, carried float32) float32 {
+	if carried == 0 {
+		return m
+	}
+	return m / carried
+}
+
 // Sigmoid returns 1/(1+exp(-x)) as the kernels compute it: within about 1e-7
 // absolute of the exact value for every float32 x.
 func Sigmoid(x float32) float32 { return sigmoid(x) }

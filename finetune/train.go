@@ -534,10 +534,7 @@ func softmaxDeltas(z []float32, rows, c int, labels []uint8, eps float64) (loss 
 func (t *trainer) backward(rows int, lr, momentum float32) {
 	n := t.net
 	alpha := -lr / float32(rows)
-	beta := momentum
-	if t.velCarry != 0 {
-		beta = momentum / t.velCarry
-	}
+	beta := blas.MomentumBeta(momentum, t.velCarry)
 	delta := t.acts.logits[:rows*n.Out.Out]
 	for i := len(n.Hidden); i >= 0; i-- {
 		l := n.layer(i)
@@ -580,10 +577,7 @@ func (t *trainer) backward(rows int, lr, momentum float32) {
 // only, leaves momentum·vel in them for the next step (velCarry), and
 // reports whether every new value is finite.
 func (t *trainer) update(decay, momentum float32) bool {
-	carry := momentum
-	if momentum == 0 {
-		carry = 1 // momentum·vel would lose the velocity a later momentum needs
-	}
+	carry := blas.MomentumCarry(momentum)
 	ok := true
 	for i := range t.velW {
 		l := t.net.layer(i)

@@ -196,17 +196,9 @@ func (t *Trainer) Step(v0 []float32, rows int, p Params, middle []float32, kind 
 	// its own over the buffer (velCarry).
 	lr, m := p.LearningRate, p.Momentum
 	scale := lr / float32(rows)
-	beta := m
-	if t.velCarry != 0 {
-		beta = m / t.velCarry // 1 while the momentum holds
-	}
-	carry := m
-	if m == 0 {
-		carry = 1 // m·vel would lose the velocity a later momentum needs
-	}
-	blas.Gemm(true, false, V, H, rows, scale, v0, V, h0, H, beta, t.velW, H)
+	blas.Gemm(true, false, V, H, rows, scale, v0, V, h0, H, blas.MomentumBeta(m, t.velCarry), t.velW, H)
 	blas.Gemm(true, false, V, H, rows, -scale, vk, V, hk, H, 1, t.velW, H)
-	finite := blas.MomentumStep(r.W, t.velW, lr*p.WeightDecay, carry)
+	finite := blas.MomentumStep(r.W, t.velW, lr*p.WeightDecay, blas.MomentumCarry(m))
 	t.velCarry = m
 	finite = updateBias(r.A, t.velA, t.diffA, nil, m, scale) && finite
 	finite = updateBias(r.B, t.velB, t.sumH0, t.sumHk, m, scale) && finite
