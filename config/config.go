@@ -242,7 +242,7 @@ type Cluster struct {
 	// one-per-rbm's error), and a machine more than the RBMs trains a
 	// replica rather than idling. With 4, the quickstart DBN on 8
 	// machines of 0.225 CPU was planned 1x2 · 2x2 · 3x4, predicted 5.25x
-	// greedy's speed, its RBM_2 group idle half the time (README, "Stage
+	// greedy's speed, its RBM_2 group busy 41% of the run (README, "Stage
 	// replicas").
 	MaxReplicas int `mapstructure:"max_replicas"`
 	// Replicate is which groups those replicas may go to: any (default
