@@ -136,6 +136,18 @@ func TestFaultSchedulesWithReplicas(t *testing.T) {
 	runSchedules(t, "TestFaultSchedulesWithReplicas", cfg, slaves, envInt(t, "PIPEDBN_FAULT_SEED", 1), replicaSeeds, runs, false)
 }
 
+// TestReplicaStallSchedules replays the replica schedules that once never
+// ended: a replacement of RBM_2 restarted behind replicas of RBM_3 whose
+// input had ended while they waited for their final average, and got no
+// credit from them to produce again the windows that RBM_3's last replica
+// still needed.
+func TestReplicaStallSchedules(t *testing.T) {
+	cfg, slaves := tinyReplicas()
+	for _, seed := range []uint64{500575, 503811, 702891, 220171, 290515} {
+		runSchedules(t, "TestReplicaStallSchedules", cfg, slaves, seed, 0, 1, false)
+	}
+}
+
 // TestFaultSchedulesWithSpare runs random fault schedules (half as many,
 // from other seeds) on a cluster with one slave more than the RBMs: the
 // spare waits, takes over the first RBM whose slave is lost, and every run

@@ -433,18 +433,19 @@ func (c *Consumer) await(now time.Duration) { c.lastData = max(c.lastData, now) 
 // every RegrantEvery (a producer that subscribed, or restarted, after the
 // last grant still learns of it), and, with no window queued, asks for the
 // kept windows again after ResendAfter of silence (a loss in flight). A
-// replica waiting for its replicas' average may hold queued windows.
+// replica waiting for its replicas' average may hold queued windows. After
+// the end of the stream it still repeats its credit: a producer restarted
+// behind it (its keep point waits for the consumer's checkpoint after the
+// end) learns from it that every window arrived, and gets credit to
+// produce them again on its way to the end.
 func (c *Consumer) Tick(now time.Duration) []Envelope { return c.tick(now, true) }
 
 // tick is Tick; a consumer that does not await a window (awaited false:
 // a link of a Gatherer whose next window comes on another) only repeats
 // its credit.
 func (c *Consumer) tick(now time.Duration, awaited bool) []Envelope {
-	if c.ended {
-		return nil
-	}
 	t := c.timing
-	if awaited && len(c.queue) == 0 && now-c.lastData >= t.ResendAfter && now-c.lastResend >= t.ResendAfter {
+	if awaited && !c.ended && len(c.queue) == 0 && now-c.lastData >= t.ResendAfter && now-c.lastResend >= t.ResendAfter {
 		return []Envelope{c.grant(now, true)}
 	}
 	if now-c.lastGrant >= t.RegrantEvery {

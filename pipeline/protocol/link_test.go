@@ -587,7 +587,9 @@ func TestConsumerEnd(t *testing.T) {
 	if !c.Ended() {
 		t.Fatalf("Ended() with every window taken = false; want true")
 	}
-	// Once ended, a resend of the tail is all duplicates, and timers rest.
+	// Once ended, a resend of the tail is all duplicates, and the timers
+	// only repeat the credit: it tells a producer restarted behind the end
+	// that every window arrived, and asks for none again.
 	c.OnEnd(sec(10.5), "s1", end(2))
 	c.OnChunk(sec(10.5), "s1", chunk(1))
 	c.OnChunk(sec(10.5), "s1", chunk(2))
@@ -597,8 +599,15 @@ func TestConsumerEnd(t *testing.T) {
 	if s := c.Stats(); s.Rejected != rej {
 		t.Fatalf("Stats().Rejected = %v; want %v", s.Rejected, rej)
 	}
-	if out := c.Tick(time.Hour); out != nil {
-		t.Fatalf("Tick after the end = [%s]; want nothing", describe(out))
+	out = c.Tick(time.Hour)
+	if len(out) != 1 {
+		t.Fatalf("Tick after the end = [%s]; want one credit", describe(out))
+	}
+	if cr, ok := out[0].Msg.(*messages.Credit); !ok || cr.Resend || cr.Next != 2 {
+		t.Fatalf("Tick after the end = [%s]; want a credit with Next 2 and no resend", describe(out))
+	}
+	if out := c.Tick(time.Hour + time.Millisecond); out != nil {
+		t.Fatalf("Tick right after a credit = [%s]; want nothing before RegrantEvery", describe(out))
 	}
 }
 
