@@ -115,3 +115,12 @@ stack-down:
 stack-test: deps
 	$(GO) vet -tags stack ./deploy/
 	$(GO) test -tags stack -run '^TestStack' -count=1 -v -timeout 10m ./deploy/
+
+# docs writes docs/configuration.md, the reference of every config key,
+# from the config package (config/reference.go): `master config --doc`.
+# The pure-Go build needs no OpenBLAS; TestReferenceFile (config/) fails
+# while the file and the code disagree.
+.PHONY: docs
+docs:
+	$(GO) run -tags purego ./cmd/master config --doc > docs/configuration.md.tmp
+	mv docs/configuration.md.tmp docs/configuration.md

@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestPlan: `master plan` prints the plan a pipelined run of the config
-// would lay its local slaves out by, with its prediction, and trains
-// nothing; a config it cannot plan is one line naming the file, key and
-// value.
+// TestPlan: `master plan` prints on stdout the plan a pipelined run of the
+// config would lay its local slaves out by, with its prediction, and trains
+// nothing; a config it cannot plan is one line on stderr naming the file,
+// key and value.
 func TestPlan(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -33,13 +33,13 @@ func TestPlan(t *testing.T) {
 		{"explicit", []string{"--set", "cluster.plan=1-2,3x2", "--set", "cluster.local_slaves=3"},
 			[]string{"1-2", "process-2,process-3", "speed-up"}},
 	} {
-		code, stderr := master(t, nil, append([]string{"plan", "--config", cfg}, tc.sets...)...)
-		if code != 0 {
-			t.Fatalf("%s: master plan: exit %d\n%s", tc.name, code, stderr)
+		code, stdout, stderr := masterIO(t, nil, append([]string{"plan", "--config", cfg}, tc.sets...)...)
+		if code != 0 || stderr != "" {
+			t.Fatalf("%s: master plan: exit %d, stderr\n%s\nwant exit 0 and nothing on stderr", tc.name, code, stderr)
 		}
 		for _, w := range tc.want {
-			if !strings.Contains(stderr, w) {
-				t.Errorf("%s: master plan printed\n%s\nwant it to contain %q", tc.name, stderr, w)
+			if !strings.Contains(stdout, w) {
+				t.Errorf("%s: master plan printed\n%s\nwant it to contain %q", tc.name, stdout, w)
 			}
 		}
 	}

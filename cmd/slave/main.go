@@ -3,6 +3,9 @@
 // CD-k, and streams its own middle results and hidden biases to slave i+1.
 //
 //	slave [--nats URL] [--name NAME] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s]
+//	slave version
+//
+// `slave -h` prints its flags and an example on stdout.
 package main
 
 import (
@@ -23,12 +26,12 @@ func main() {
 	// soft limit keeps the heap it admits from growing to twice that.
 	memlimit.SetSoft()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := slavecmd.Main(ctx, os.Args[1:], os.Stderr)
+	err := slavecmd.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 	case errors.Is(err, slavecmd.ErrUsage):
-		fmt.Fprintf(os.Stderr, "slave: %v\n%s", err, slavecmd.Usage)
+		fmt.Fprintf(os.Stderr, "slave: %v\n%sRun 'slave -h' for the flags.\n", err, slavecmd.Usage)
 		os.Exit(2)
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(os.Stderr, "slave: interrupted")

@@ -17,12 +17,27 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pipedbn/pipedbn/blas"
+	"github.com/pipedbn/pipedbn/cmd/internal/version"
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
 )
 
 // Usage is the slave command's synopsis.
-const Usage = "usage: slave [--nats URL] [--name NAME[,NAME...]] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--window-delay 0s] [--status-every 1s] [--log-level info]\n"
+const Usage = `usage: slave [--nats URL] [--name NAME[,NAME...]] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--window-delay 0s] [--status-every 1s] [--log-level info]
+       slave version
+`
+
+// description and example are the rest of the slave's help (slave -h).
+const (
+	description = `Joins a pipedbn cluster and trains the RBM its master assigns it: it receives RBM_{i-1}'s
+middle results over NATS, trains RBM_i with CD-k and streams its own middle results and hidden
+biases to the next slave. A master with cluster.slaves > 0 waits for its slaves to join; with
+cluster.slaves 0 it starts its own. ` + "`slave version`" + ` prints what the binary was built from.
+`
+	example = `Example:
+  slave --nats nats://10.0.0.1:4222 --name slave-1    # join a master of configs/cluster.yaml on 10.0.0.1
+`
+)
 
 // ErrUsage marks a bad slave command line.
 var ErrUsage = errors.New("usage")
@@ -30,10 +45,18 @@ var ErrUsage = errors.New("usage")
 // Main parses a slave command line (args without the program name), builds
 // the slave's logger on stderr and runs the slave until its run ends (with
 // --serve, until ctx ends). A bad command line gives an error wrapping
-// ErrUsage; -h gives flag.ErrHelp.
-func Main(ctx context.Context, args []string, stderr io.Writer) error {
+// ErrUsage; -h prints the help on stdout and gives flag.ErrHelp; `version`
+// prints what the binary was built from on stdout.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "version" {
+		if len(args) > 1 {
+			return fmt.Errorf("%w: version takes no arguments", ErrUsage)
+		}
+		return version.Write(stdout, "slave")
+	}
 	fs := flag.NewFlagSet("slave", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// Parse errors are returned, and the help goes to stdout.
+	fs.SetOutput(io.Discard)
 	host, _ := os.Hostname()
 	urlEnv := config.EnvVar("cluster.nats_url") // the master's key, for one environment for both
 	url := fs.String("nats", envOr(urlEnv, "nats://127.0.0.1:4222"), "NATS server `URL`, or several separated by commas (a cluster) (env "+urlEnv+")")
@@ -47,6 +70,10 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	statusEvery := fs.Duration("status-every", time.Second, "how often to report status (the master's heartbeat)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "%s\n%s\nFlags:\n", Usage, description)
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			fmt.Fprintf(stdout, "\n%s", example)
 			return err
 		}
 		return fmt.Errorf("%w: %v", ErrUsage, err)

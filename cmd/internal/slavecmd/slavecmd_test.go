@@ -27,16 +27,16 @@ func TestMainBadCommandLine(t *testing.T) {
 		{[]string{"-h"}, flag.ErrHelp},
 	}
 	for _, c := range cases {
-		if err := Main(context.Background(), c.args, io.Discard); !errors.Is(err, c.want) {
+		if err := Main(context.Background(), c.args, io.Discard, io.Discard); !errors.Is(err, c.want) {
 			t.Errorf("Main(%q) = %v; want %v", c.args, err, c.want)
 		}
 	}
 	// A bad URL of a list is named with its place (issue 16).
-	if err := Main(context.Background(), []string{"--nats", "nats://a:4222,http://b:4222"}, io.Discard); err == nil || !strings.Contains(err.Error(), `--nats = "nats://a:4222,http://b:4222": item 2 of the list, "http://b:4222"`) {
+	if err := Main(context.Background(), []string{"--nats", "nats://a:4222,http://b:4222"}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), `--nats = "nats://a:4222,http://b:4222": item 2 of the list, "http://b:4222"`) {
 		t.Errorf("Main(--nats nats://a:4222,http://b:4222) = %v; want a usage error naming --nats and item 2", err)
 	}
 	missing := filepath.Join(t.TempDir(), "none.creds")
-	if err := Main(context.Background(), []string{"--credentials", missing}, io.Discard); err == nil || errors.Is(err, ErrUsage) {
+	if err := Main(context.Background(), []string{"--credentials", missing}, io.Discard, io.Discard); err == nil || errors.Is(err, ErrUsage) {
 		t.Errorf("Main(--credentials %s) = %v; want an error naming the file, not a usage error", missing, err)
 	}
 }
