@@ -95,7 +95,10 @@ def main():
     if a.out:
         np.save(a.out, y)
     else:
-        np.savetxt(sys.stdout, y, fmt="%d" if a.labels else "%.6g")
+        try:
+            np.savetxt(sys.stdout, y, fmt="%d" if a.labels else "%.6g")
+        except BrokenPipeError:  # | head
+            sys.stderr.close()
 
 
 if __name__ == "__main__":
