@@ -1,46 +1,69 @@
 # pipedbn: every target installs what it needs first (Debian packages, Go modules).
+# `make` alone lists the targets.
 GO       ?= go
+# What the main job needs: a C compiler and OpenBLAS for cgo, and the data set.
+RUN_PKGS  := gcc libopenblas-dev dataset-fashion-mnist
+# What the tests add:
+# python3-numpy: the tests that check pipedbn against NumPy, examples/numpy.
+# nats-server: a NATS server of your own, for a cluster by hand (docs/operations.md).
 # prometheus: TestPrometheusScrapesRun (monitor/) scrapes a run with it.
 # chromium: TestChromiumShowsRun and TestChromiumShowsSweep (monitor/) render the status page headless.
 # python3-sklearn: TestDigits (cmd/master) makes its data set from sklearn's digits.
-DEB_PKGS := gcc libopenblas-dev dataset-fashion-mnist python3-numpy nats-server prometheus chromium python3-sklearn
+TEST_PKGS := python3-numpy nats-server prometheus chromium python3-sklearn
 CONFIG   ?= configs/quickstart.yaml
 
-.PHONY: deps quickstart test test-purego bench lint images compose-secrets compose-up compose-down compose-test
+.PHONY: help build deps deps-run deps-test quickstart test bench lint images compose-secrets compose-up compose-down compose-test
 .PHONY: stack-up stack-down stack-test
 
-# deps installs the Debian packages that are missing (as root, or with sudo)
-# and downloads the Go modules.
-deps:
-	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# help lists every target with the line after its `##`.
+help: ## list the targets (the default)
+	@echo "usage: make TARGET [VAR=value]..."
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+# debs installs the Debian packages of $(1) that are missing (as root, or
+# with sudo).
+define debs
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "installing Debian packages:$$missing"; \
 		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
+endef
+
+deps-run: ## install what the main job needs: gcc, libopenblas-dev, dataset-fashion-mnist, the Go modules
+	$(call debs,$(RUN_PKGS))
 	$(GO) mod download
 
+deps-test: deps-run ## install what the tests add: python3-numpy, nats-server, prometheus, chromium, python3-sklearn
+	$(call debs,$(TEST_PKGS))
+
+deps: deps-test ## both of the above
+
+build: deps-run ## build master and slave into ./bin
+	$(GO) build -o bin/ ./cmd/master ./cmd/slave
+
 # quickstart is the main job: pre-train + fine-tune a DBN on Fashion-MNIST.
-quickstart: deps
+quickstart: deps-run ## the main job: pipelined pre-training and fine-tuning on Fashion-MNIST (CONFIG=...)
 	$(GO) run ./cmd/master run --config $(CONFIG)
 
-lint: deps
+lint: deps-test ## gofmt and go vet (both builds)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags purego ./...
 
 # test is what CI runs: lint, the race-checked suite, and the pure-Go build's suite.
-test: lint
+test: lint ## what CI runs: lint, the race-checked suite, the pure-Go suite, compose and Swarm tests
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(GO) test -tags purego -count=1 -timeout 30m ./...
 	$(MAKE) compose-test
 	$(MAKE) stack-test
 
-bench: deps
+bench: deps-run ## the RBM benchmarks (CD-1 on one thread)
 	$(GO) test -run '^$$' -bench . -cpu 1 -count 6 ./rbm/
 
-# --- Docker compose (README.md, "Docker compose") ---------------------------
+# --- Docker compose (docs/operations.md, "Docker compose") ---------------------------
 COMPOSE    ?= docker-compose
 # SLAVES: slave containers of compose-up; IDENTITIES: slave identities that
 # compose-secrets makes, the most slaves connected at once.
@@ -53,7 +76,7 @@ export PIPEDBN_GID ?= $(shell id -g)
 
 # images builds static binaries on the host (nothing can be pulled) and the
 # FROM scratch images pipedbn/nats, pipedbn/master, pipedbn/slave.
-images: deps
+images: deps-run ## static binaries and the FROM scratch images pipedbn/nats, master, slave
 	deploy/build-binaries.sh deploy/build
 	$(COMPOSE) build
 
@@ -61,27 +84,27 @@ images: deps
 # and the Swarm stack's TLS CA and certificate (TLS_HOSTS: more names for
 # it, comma-separated); it keeps existing ones: `make compose-secrets
 # FORCE=1` replaces them.
-compose-secrets:
+compose-secrets: ## NATS credentials and TLS certificates in deploy/secrets (FORCE=1 replaces them)
 	$(GO) run ./deploy/cmd/compose-secrets --dir deploy/secrets --slaves $(IDENTITIES) $(if $(FORCE),--force) $(if $(TLS_HOSTS),--tls-hosts $(TLS_HOSTS))
 
 # compose-up runs the cluster's job (deploy/config.yaml, or PIPEDBN_CONFIG)
 # with $(SLAVES) slaves; the master's exit ends the run and sets the status.
-compose-up: images compose-secrets
+compose-up: images compose-secrets ## the cluster job in docker-compose (SLAVES=4 slaves)
 	mkdir -p $${PIPEDBN_RUNS:-runs}
 	$(COMPOSE) up --scale slave=$(SLAVES) --abort-on-container-exit --exit-code-from master; \
 	rc=$$?; $(COMPOSE) down; exit $$rc
 
-compose-down:
+compose-down: ## remove the compose containers, network and volume
 	$(COMPOSE) down -v
 
 # compose-test is the end-to-end test: images, a small pipelined job in
 # compose, result.json checked, everything torn down. It skips, saying why,
 # where no Docker engine answers. Part of `make test`.
-compose-test: deps
+compose-test: deps-run ## the compose end-to-end test (skips without Docker)
 	$(GO) vet -tags compose ./deploy/
 	$(GO) test -tags compose -run '^TestCompose' -count=1 -v -timeout 10m ./deploy/
 
-# --- Docker Swarm (README.md, "Several hosts") ------------------------------
+# --- Docker Swarm (docs/operations.md, "Several hosts") ------------------------------
 # STACK: the stack's name; the job, slaves and the rest: deploy/stack.yml's
 # settings (PIPEDBN_CONFIG, PIPEDBN_SLAVES, ...), paths absolute here since
 # docker stack reads them relative to deploy/.
@@ -91,7 +114,7 @@ STACK ?= pipedbn
 # slaves. An engine in no swarm becomes a single-node one (on 127.0.0.1;
 # for several hosts, `docker swarm init --advertise-addr IP` first). The
 # master's log: docker service logs -f $(STACK)_master; results in runs/.
-stack-up: images compose-secrets
+stack-up: images compose-secrets ## deploy deploy/stack.yml on a Docker Swarm (3 NATS nodes)
 	@state=$$(docker info --format '{{.Swarm.LocalNodeState}}'); \
 	if [ "$$state" = inactive ]; then echo "stack-up: docker swarm init --advertise-addr 127.0.0.1 (a single-node swarm; make stack-down keeps it: docker swarm leave --force)"; \
 		docker swarm init --advertise-addr 127.0.0.1 >/dev/null || exit 1; fi
@@ -102,7 +125,7 @@ stack-up: images compose-secrets
 
 # stack-down removes the stack and, once its containers are gone, the NATS
 # nodes' volumes (the JetStream stores).
-stack-down:
+stack-down: ## remove the stack and its NATS volumes
 	docker stack rm $(STACK)
 	@for i in $$(seq 60); do [ -z "$$(docker ps -aq --filter label=com.docker.stack.namespace=$(STACK))" ] && break; sleep 1; done
 	-docker volume rm $(STACK)_nats1-data $(STACK)_nats2-data $(STACK)_nats3-data
@@ -112,7 +135,7 @@ stack-down:
 # master's NATS node killed mid-run, result.json checked, everything torn
 # down. It skips, saying why, where no Docker engine answers. Part of
 # `make test`.
-stack-test: deps
+stack-test: deps-run ## the Swarm end-to-end test (skips without Docker)
 	$(GO) vet -tags stack ./deploy/
 	$(GO) test -tags stack -run '^TestStack' -count=1 -v -timeout 10m ./deploy/
 
