@@ -47,8 +47,9 @@ type Result struct {
 	Resumed         bool       `json:"resumed,omitempty"`
 	Recoveries      []Recovery `json:"recoveries,omitempty"`
 	// MasterRejected counts, by reason, the messages the master dropped:
-	// unreadable, or reports of another run or an earlier incarnation;
-	// absent when none.
+	// unreadable, reports of another run or an earlier incarnation, or
+	// registrations under a name not their sender's (foreign); absent when
+	// none.
 	MasterRejected map[string]uint64 `json:"master_rejected,omitempty"`
 	// Plan is the plan of a pipelined run's local slaves (cluster.plan),
 	// predicted against measured; absent for other runs.

@@ -185,6 +185,7 @@ func TestPublishRefused(t *testing.T) {
 	listen(slave3, "pipedbn.credit.*.*.slave-3")
 	listen(slave2, "pipedbn.ctl.slave-2")
 	listen(master, "pipedbn.report.*.*")
+	listen(master, "pipedbn.register.*")
 
 	for _, tc := range []struct {
 		who     *natsprobe.Client
@@ -196,13 +197,15 @@ func TestPublishRefused(t *testing.T) {
 		{slave1, "pipedbn.data.run-1.master.slave-3"},    // the master's data
 		{slave1, "pipedbn.ctl.slave-2"},                  // control: the master's alone
 		{slave1, "pipedbn.ctl.slave-1"},
+		{slave1, "pipedbn.register.slave-2"}, // a registration in another slave's name
+		{slave1, "pipedbn.register"},
 		{slave1, "_INBOX.forged"},
 		{slave1, "$JS.API.INFO"},
 		{slave1, "$O.pipedbn-run-1.C.forged"}, // the master's checkpoints
 		{master, "pipedbn.data.run-1.slave-1.slave-3"},
 		{master, "pipedbn.report.run-1.slave-1"},
 		{master, "pipedbn.credit.run-1.slave-1.slave-3"},
-		{master, "pipedbn.register"},
+		{master, "pipedbn.register.slave-1"},
 		{master, "_INBOX.forged"},
 	} {
 		if err := tc.who.Publish(tc.subject, []byte("forged")); err != nil {
@@ -228,7 +231,8 @@ func TestSubscribeRefused(t *testing.T) {
 		who     *natsprobe.Client
 		subject string
 	}{
-		{slave1, "pipedbn.register"}, // a slave must not answer registrations
+		{slave1, "pipedbn.register.*"}, // a slave must not answer registrations
+		{slave1, "pipedbn.register.slave-1"},
 		{slave1, "pipedbn.report.*.*"},
 		{slave1, "pipedbn.ctl.slave-2"},
 		{slave1, "pipedbn.ctl.*"},
@@ -322,14 +326,15 @@ func TestAllowedRoutes(t *testing.T) {
 	pub(slaves[3], "pipedbn.report.r.slave-3")
 	expect(reports, "master", "pipedbn.report.r.slave-3", 1)
 
-	// Registration is a request the master answers.
-	reg := sub(master, "pipedbn.register")
+	// Registration is a request the master answers, on a subject that
+	// names its sender.
+	reg := sub(master, "pipedbn.register.*")
 	go func() {
-		if m, err := reg.NextMsg(2 * time.Second); err == nil {
+		if m, err := reg.NextMsg(2 * time.Second); err == nil && m.Subject == "pipedbn.register.slave-1" {
 			m.Respond([]byte("welcome"))
 		}
 	}()
-	reply, err := slaves[1].Request("pipedbn.register", []byte("hello"), 2*time.Second)
+	reply, err := slaves[1].Request("pipedbn.register.slave-1", []byte("hello"), 2*time.Second)
 	if err != nil || string(reply.Data) != "welcome" {
 		t.Errorf("slave-1 registration: %v, %v; want the master's reply", reply, err)
 	}

@@ -134,7 +134,7 @@ func (ep *endpoint) receive(re *messages.Reassembler, f family, msg *nats.Msg) {
 		ep.reject(f, msg.Subject, messages.ReasonOf(err), err)
 		return
 	}
-	ep.deliver(delivery{env: protocol.Envelope{From: f.sender(msg.Subject, m), To: ep.self, Msg: m}, size: size})
+	ep.deliver(delivery{env: protocol.Envelope{From: f.sender(msg.Subject), To: ep.self, Msg: m}, size: size})
 }
 
 func (ep *endpoint) reject(f family, subject string, reason messages.RejectReason, err error) {

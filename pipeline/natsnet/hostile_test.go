@@ -3,16 +3,21 @@ package natsnet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/pipedbn/pipedbn/internal/natsprobe"
+	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline"
 )
 
 // securedEmbedded starts an embedded server the way `master run` does
@@ -330,5 +335,156 @@ func checkFor(t *testing.T, total time.Duration, f func() error) {
 			t.Fatalf("after %s: %v", total, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRegistrationIsBoundToItsIdentity: on the default embedded server, a
+// client holding one slave's identity registers again and again, before
+// the real slaves come and while they train, under the other slaves' names
+// and under made-up ones, on every registration subject it can try. None of
+// it gets a seat or locks a real slave out: the real slaves train every RBM,
+// and each registration that reached the master is refused and counted
+// as foreign in the master's rejections.
+func TestRegistrationIsBoundToItsIdentity(t *testing.T) {
+	t.Parallel()
+	srv, ids := securedEmbedded(t, "", "local-1", "local-2", "local-3", "local-4")
+	a, real := ids.Slaves[0], ids.Slaves[1:]
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	nc, err := Connect(srv.URL(), "pipedbn-master", ids.Master.Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	hostile := mustDial(t, srv.URL(), a)
+	admissions := make(chan string, 16)
+	if _, err := hostile.Subscribe(ctlSubject(a.User), func(m *nats.Msg) { admissions <- m.Subject }); err != nil {
+		t.Fatal(err)
+	}
+	hostile.Quiet(t)
+
+	// The forgeries: every real slave's name and a new made-up one each
+	// round, on the subject of registrations before they were bound to
+	// their sender, on a's own and on another slave's.
+	var (
+		own       int                   // forgeries on a's own subject: those the master sees
+		id        uint64                // of the next forgery's fragments
+		flooding  = make(chan struct{}) // closed after the first rounds
+		stop      = make(chan struct{})
+		stopped   = make(chan struct{})
+		stopOnce  sync.Once
+		startOnce sync.Once
+	)
+	forge := func(subject, name string) {
+		id++
+		parts, err := messages.EncodeParts(&messages.Register{Name: name, Host: "attacker-host", CPUs: 64, PID: 666, Protocol: messages.Version, Process: 666}, 1<<20, id)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for _, p := range parts {
+			hostile.Publish(subject, p)
+		}
+	}
+	attack := func() {
+		defer close(stopped)
+		for round := 1; ; round++ {
+			names := []string{fmt.Sprintf("ghost-%d", round)}
+			for _, c := range real {
+				names = append(names, c.User)
+			}
+			for _, name := range names {
+				forge("pipedbn.register", name)
+				forge(registerSubject(a.User), name)
+				own++
+			}
+			forge(registerSubject(real[0].User), real[0].User)
+			hostile.Flush()
+			if round == 3 {
+				close(flooding)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	// halt ends the attack, or keeps it from starting.
+	halt := func() {
+		stopOnce.Do(func() {
+			close(stop)
+			startOnce.Do(func() { close(stopped) })
+			<-stopped
+		})
+	}
+
+	var (
+		mu     sync.Mutex
+		joined []string
+	)
+	cfgs := stageConfigs([]int{9, 6, 4, 3}, 3, 4, 1)
+	m := NewMaster(nc, testLogger(t))
+	ran := make(chan error, 1)
+	var got []Trained
+	go func() {
+		var err error
+		got, err = m.Run(ctx, Plan{
+			RunID: "impostor", Stages: cfgs, Data: examples(3, 64, 9), N: 64, Credits: 2, JoinTimeout: 20 * time.Second,
+			Listening: func() { startOnce.Do(func() { go attack() }) },
+			Joined:    func(name, _ string, _ int) { mu.Lock(); joined = append(joined, name); mu.Unlock() },
+			// Stopped while the run has most of its windows to go, so that
+			// everything forged reaches the master before it ends.
+			Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
+				if s.Index == len(cfgs) && s.Batches >= 4 {
+					halt()
+				}
+			}},
+		})
+		ran <- err
+	}()
+	select {
+	case <-flooding:
+	case err := <-ran:
+		halt()
+		t.Fatalf("the run ended before the real slaves came: %v", err)
+	}
+	var wg sync.WaitGroup
+	for _, c := range real {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := RunSlave(ctx, SlaveOptions{URL: srv.URL(), Credentials: []Credential{c}, Threads: 1, JoinTimeout: 20 * time.Second,
+				StatusEvery: 50 * time.Millisecond, WindowDelay: 20 * time.Millisecond, Logger: testLogger(t)}); err != nil {
+				t.Errorf("slave %s: %v", c.User, err)
+			}
+		}()
+	}
+	err = <-ran
+	halt()
+	cancel()
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("run under attack: %v", err)
+	}
+	want := []string{real[0].User, real[1].User, real[2].User}
+	for i, tr := range got {
+		if !slices.Contains(want, tr.Slave) {
+			t.Errorf("rbm %d trained by %s; want one of %v", i+1, tr.Slave, want)
+		}
+	}
+	mu.Lock()
+	slices.Sort(joined)
+	if !slices.Equal(joined, want) {
+		t.Errorf("joined %v; want %v alone", joined, want)
+	}
+	mu.Unlock()
+	if r := m.Rejected(); r[messages.RejectForeign] != uint64(own) || r.Total() != uint64(own) {
+		t.Errorf("master rejected %v; want foreign=%d, the registrations forged on %s's subject", r, own, a.User)
+	}
+	select {
+	case s := <-admissions:
+		t.Errorf("%s got an answer on %s; want none", a.User, s)
+	default:
 	}
 }

@@ -108,7 +108,7 @@ func NewMaster(nc *nats.Conn, log hclog.Logger) *Master {
 
 // Rejected returns what the master dropped during its last Run, per
 // reason: unreadable input, reports of another run or of an earlier
-// incarnation.
+// incarnation, registrations under a name not their sender's (foreign).
 func (m *Master) Rejected() messages.Rejections { return m.rejected }
 
 // storeDone is the outcome of a StoreOp.
@@ -152,7 +152,7 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 	}
 	run := cfg.Run.ID
 	for subject, f := range map[string]family{
-		reportSubject(run, "*"): reports, creditSubject(run, "*", MasterName): credits, RegisterSubject: registers,
+		reportSubject(run, "*"): reports, creditSubject(run, "*", MasterName): credits, registerSubject("*"): registers,
 	} {
 		if err := ep.subscribe(subject, f); err != nil {
 			return nil, err

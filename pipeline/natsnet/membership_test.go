@@ -145,7 +145,7 @@ func TestListeningHearsTheFirstRegistration(t *testing.T) {
 				return
 			}
 			for _, p := range parts {
-				early.Publish(RegisterSubject, p)
+				early.Publish(registerSubject("early"), p)
 			}
 			early.Flush()
 		},

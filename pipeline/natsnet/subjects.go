@@ -10,11 +10,16 @@
 // links' by their addressee too, so that each stage replica receives its
 // own windows (and each replica of a producer its own credits) only:
 //
-//	pipedbn.register                           slave -> master   Register
+//	pipedbn.register.<slave>                   slave -> master   Register
 //	pipedbn.ctl.<slave>                        master -> slave   Admission, Assign, Checkpoint, CheckpointAck, Stop, Params
 //	pipedbn.data.<run>.<producer>.<consumer>   producer -> consumer   Chunk, EndOfStream
 //	pipedbn.credit.<run>.<consumer>.<producer> consumer -> producer   Credit
 //	pipedbn.report.<run>.<slave>               slave -> master   Status, Checkpoint, Weights, Error, Params
+//
+// A registration's name must be the one its subject carries (the master
+// refuses the rest, protocol.Master.Receive), so that on a secured server,
+// where a slave's identity may publish on its own subjects alone, an
+// identity can register under its own name only.
 //
 // The master is the producer of RBM_1's input, under the name "master".
 // Every message travels in fragments of at most the server's maximum
@@ -32,14 +37,13 @@ import (
 // MasterName is the producer name of the data windows the master feeds to RBM_1.
 const MasterName = protocol.MasterName
 
-// RegisterSubject is where slaves announce themselves.
-const RegisterSubject = "pipedbn.register"
-
 // CheckName reports whether name can name a slave (or a run): 1 to 64
 // letters, digits, '_' or '-', since it becomes a NATS subject token.
 var CheckName = protocol.CheckName
 
-func ctlSubject(slave string) string { return "pipedbn.ctl." + slave }
+// registerSubject is where slave announces itself.
+func registerSubject(slave string) string { return "pipedbn.register." + slave }
+func ctlSubject(slave string) string      { return "pipedbn.ctl." + slave }
 func dataSubject(run, producer, consumer string) string {
 	return "pipedbn.data." + run + "." + producer + "." + consumer
 }
@@ -52,7 +56,7 @@ func reportSubject(run, slave string) string { return "pipedbn.report." + run + 
 func subjectOf(run string, e protocol.Envelope) string {
 	switch e.Msg.(type) {
 	case *messages.Register:
-		return RegisterSubject
+		return registerSubject(e.From)
 	case *messages.Chunk, *messages.EndOfStream:
 		return dataSubject(run, e.From, e.To)
 	case *messages.Credit:
@@ -81,16 +85,20 @@ var (
 func (f family) allows(k messages.Kind) bool { return slices.Contains(f.kinds, k) }
 
 // sender names the sender of a message that arrived on subject: the token
-// after the run's, the master on a control subject, the name in a
-// registration.
-func (f family) sender(subject string, m messages.Message) string {
+// after the run's, the master on a control subject, the slave a
+// registration subject names (not the name in the registration, which the
+// master checks against it).
+func (f family) sender(subject string) string {
+	tokens := strings.Split(subject, ".")
 	switch f.name {
 	case "ctl":
 		return MasterName
 	case "register":
-		return m.(*messages.Register).Name
+		if len(tokens) != 3 {
+			return ""
+		}
+		return tokens[2]
 	}
-	tokens := strings.Split(subject, ".")
 	if len(tokens) < 4 {
 		return ""
 	}

@@ -134,6 +134,9 @@ type Master struct {
 	slaves   int                 // the seats of all RBMs
 	weights  []*messages.Weights // weights[i] is RBM_i's, once every replica finished
 	averages []*averaging        // averages[i]: RBM_i's replicas' averages; nil without replicas
+	// impostors counts the registrations under a name not their sender's,
+	// of which the log tells ever fewer.
+	impostors uint64
 	// announced[i] is the epochs of RBM_i the Observer's Epoch hook was
 	// told of: of replicas, those every replica finished.
 	announced []int
@@ -231,7 +234,8 @@ func suspicious(r messages.Rejections) uint64 {
 func (m *Master) Rejected(reason messages.RejectReason) { m.rejected.Add(reason) }
 
 // Rejections returns the inputs the master dropped, per reason: those the
-// driver counted, and reports of another run or an earlier incarnation.
+// driver counted, reports of another run or an earlier incarnation, and
+// registrations under a name not their sender's (foreign).
 func (m *Master) Rejections() messages.Rejections { return m.rejected }
 
 // Abort ends the run with err: the driver could not do what it was asked
@@ -302,7 +306,8 @@ func (m *Master) Connection(now time.Duration, up bool) {
 	}
 }
 
-// Receive takes a message.
+// Receive takes a message. A registration whose name is not its sender's
+// (e.From) is refused, unanswered, and counted as foreign in Rejections.
 func (m *Master) Receive(now time.Duration, e Envelope) {
 	if m.phase == over {
 		return

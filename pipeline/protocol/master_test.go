@@ -260,6 +260,38 @@ func TestMasterRefuses(t *testing.T) {
 	}
 }
 
+// TestMasterRefusesAnotherSendersName: a registration under a name that is
+// not its sender's (a slave's identity registering as another slave, or
+// as a made-up name, before the run or during it) is refused unanswered,
+// joins nothing and is counted as foreign; the real slaves then join.
+func TestMasterRefusesAnotherSendersName(t *testing.T) {
+	t.Parallel()
+	r := newMasterRig(t, 2, 1, 2, nil)
+	r.m.Start(0)
+	r.m.Ready()
+	forge := func(from, name string) {
+		t.Helper()
+		reg := &messages.Register{Name: name, Host: "attacker", CPUs: 64, PID: 666, Protocol: messages.Version, Process: 666}
+		if out := r.recv(from, reg); len(out.Messages) != 0 {
+			t.Errorf("Register(%s) from %q = [%s]; want no answer", name, from, describe(out.Messages))
+		}
+	}
+	forge("s1", "s2")
+	forge("s1", "ghost")
+	forge("", "s1")
+	r.register("s1", 1)
+	forge("s1", "s2") // a live name's identity: one name at a time
+	out := r.register("s2", 1)
+	wantShape(t, "the 2nd registration", out.Messages, "s2 admission, s1 assign, s2 assign")
+	forge("s2", "spare") // no spare either
+	if want := []string{"s1@h/1", "s2@h/1"}; !slices.Equal(r.joined, want) {
+		t.Errorf("joined %v; want %v", r.joined, want)
+	}
+	if got := r.m.Rejections(); got[messages.RejectForeign] != 5 || got.Total() != 5 {
+		t.Errorf("Rejections() = %v; want foreign=5", got)
+	}
+}
+
 func TestMasterJoinTimeout(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -16,6 +16,14 @@ import (
 // held by a live process is refused to any other process of that name (two
 // slaves started with one --name); a new process of a name whose holder
 // fell silent takes its place (a restarted slave).
+//
+// A registration's name is its sender's (Envelope.From), or it is refused
+// unanswered and counted as foreign: where the transport knows who sent it
+// (natsnet on a secured server, whose identities may each register on a
+// subject of their own name only), one identity can hold no name but its
+// own, take no other slave's seat and lock no other slave out. Where it
+// cannot tell (an open server), the sender names itself, and anyone may
+// register under any name.
 
 // joined is a slave process that registered.
 type joined struct {
@@ -46,8 +54,12 @@ func (m *Master) inUse() time.Duration {
 	return 3 * max(t.RegisterEvery, t.StatusEvery)
 }
 
-// register answers a registration.
+// register answers a registration from sender from.
 func (m *Master) register(now time.Duration, from string, reg *messages.Register) {
+	if from != reg.Name {
+		m.impostor(from, reg)
+		return
+	}
 	answer := func(o messages.Outcome, reason string) {
 		m.send(reg.Name, &messages.Admission{Slave: reg.Name, Outcome: o, Reason: reason, Process: reg.Process})
 	}
@@ -96,6 +108,18 @@ func (m *Master) register(now time.Duration, from string, reg *messages.Register
 		m.log.Info("spare joined: it takes over from the next slave lost", "slave", reg.Name, "host", reg.Host, "spares", len(m.spares))
 	default:
 		answer(messages.Full, "")
+	}
+}
+
+// impostor refuses a registration under a name that is not its sender's:
+// no answer, which would reach the slave of that name rather than the
+// sender. It is counted as foreign, and logged at the 1st, 2nd, 4th, 8th...
+// of them, since one sender may send them as fast as it can.
+func (m *Master) impostor(from string, reg *messages.Register) {
+	m.rejected.Add(messages.RejectForeign)
+	m.impostors++
+	if m.impostors&(m.impostors-1) == 0 {
+		m.log.Warn("refused a registration under a name not its sender's", "sender", from, "name", reg.Name, "host", reg.Host, "pid", reg.PID, "refused", m.impostors)
 	}
 }
 

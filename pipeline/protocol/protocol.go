@@ -44,7 +44,9 @@ import (
 // messages and the producer of RBM_1's data windows.
 const MasterName = "master"
 
-// Envelope is a message from one node to another.
+// Envelope is a message from one node to another. From is the sender as
+// the transport knows it: the master takes a registration only from the
+// slave it names (see Master.Receive).
 type Envelope struct {
 	From, To string
 	Msg      messages.Message
