@@ -97,3 +97,13 @@ func satMul(a, b int64) int64 {
 	}
 	return int64(lo)
 }
+
+// Shape returns the shape of the RBM a assigns: what bounds the messages
+// its slave receives (its windows, its checkpoint, its replicas' average).
+func (m *Assign) Shape() Shape {
+	rows := m.RowsPerEpoch
+	if m.K > 0 && m.BatchSize > 0 && m.K <= rows/m.BatchSize {
+		rows = m.K * m.BatchSize
+	}
+	return Shape{Visible: m.Visible, Hidden: m.Hidden, Epochs: m.Epochs, WindowRows: rows}
+}
