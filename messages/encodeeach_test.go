@@ -266,7 +266,7 @@ func TestReassemblerEvictionText(t *testing.T) {
 	if !errors.Is(err, ErrEvicted) || !strings.Contains(err.Error(), "the oldest 1 with 2 of 3 parts") {
 		t.Errorf("Add(second message) = %v; want %v, the oldest 1 with 2 of 3 parts", err, ErrEvicted)
 	}
-	want := ReassemblerStats{Duplicates: 1, Evicted: 1, InFlight: 1, Reserved: 30 + 3*partOverhead}
+	want := ReassemblerStats{Duplicates: 1, Evicted: 1, InFlight: 1, Reserved: 30 + 3*partOverhead, Peak: 30 + 3*partOverhead}
 	if s := r.Stats(); s != want {
 		t.Errorf("Stats() = %+v; want %+v", s, want)
 	}

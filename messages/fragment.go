@@ -35,8 +35,8 @@ const partOverhead = 64
 // Split cuts payload into fragments of at most maxPart bytes each, header
 // included, to be put back together by a Reassembler. id names the payload
 // among all those a Reassembler sees at once: a per-sender counter is
-// enough if each sender has its own Reassembler; otherwise put the sender in
-// the high bits. An empty payload gives one fragment.
+// enough if each sender has its own Reassembler or is named to it
+// (AddMessageFrom); otherwise put the sender in the high bits. An empty payload gives one fragment.
 //
 // Split panics if maxPart is not larger than FragmentHeaderSize or payload
 // is 4 GiB or longer; EncodeParts and EncodeEach report those as errors
@@ -150,15 +150,21 @@ type fragHeader struct {
 	index, count, total, sum uint32
 }
 
+// slot names an incomplete message: its sender's id for it.
+type slot struct {
+	from string
+	id   uint64
+}
+
 // fragKey identifies a payload: the same id with another layout or checksum
 // is another payload, such as one from a restarted sender.
 type fragKey struct {
-	id                uint64
+	slot
 	count, total, sum uint32
 }
 
-func (h fragHeader) key() fragKey {
-	return fragKey{id: h.id, count: h.count, total: h.total, sum: h.sum}
+func (h fragHeader) key(from string) fragKey {
+	return fragKey{slot: slot{from, h.id}, count: h.count, total: h.total, sum: h.sum}
 }
 
 func putFragmentHeader(p []byte, h fragHeader) {
@@ -234,7 +240,14 @@ type ReassemblerConfig struct {
 	// fragment on; one that does not fit evicts the oldest. Default 512 MiB:
 	// two of the longest messages.
 	MaxBytes int64
-	// MaxTotal is the longest payload accepted. Default DefaultMaxMessage.
+	// MaxSenderBytes is the most memory held for one sender's incomplete
+	// messages (see AddMessageFrom), charged as for MaxBytes; one that does
+	// not fit evicts that sender's oldest, so that a sender flooding
+	// partial messages pushes out its own and not the others'. Default
+	// MaxBytes.
+	MaxSenderBytes int64
+	// MaxTotal is the longest payload accepted, checked before anything is
+	// allocated for it (see Limits). Default DefaultMaxMessage.
 	MaxTotal int
 	// Recent is how many finished (completed or evicted) messages are
 	// remembered so that their late or duplicated fragments are dropped
@@ -254,6 +267,9 @@ func (c ReassemblerConfig) withDefaults() ReassemblerConfig {
 	}
 	if c.MaxBytes <= 0 {
 		c.MaxBytes = 2 * DefaultMaxMessage
+	}
+	if c.MaxSenderBytes <= 0 || c.MaxSenderBytes > c.MaxBytes {
+		c.MaxSenderBytes = c.MaxBytes
 	}
 	if c.MaxTotal <= 0 {
 		c.MaxTotal = DefaultMaxMessage
@@ -281,8 +297,9 @@ type ReassemblerStats struct {
 	Evicted uint64
 	// InFlight is the number of incomplete messages held now.
 	InFlight int
-	// Reserved is the memory charged to them now, in bytes.
-	Reserved int64
+	// Reserved is the memory charged to them now, in bytes, and Peak the
+	// most charged at once so far.
+	Reserved, Peak int64
 }
 
 // Reassembler puts fragments made by Split back together. Fragments of
@@ -293,9 +310,13 @@ type Reassembler struct {
 	mu       sync.Mutex
 	cfg      ReassemblerConfig
 	ready    bool
-	partial  map[uint64]*partial
-	order    []uint64 // ids of partial, oldest first
+	partial  map[slot]*partial
+	order    []slot // the keys of partial, oldest first
 	reserved int64
+	peak     int64
+	// senders holds the memory charged to each sender's incomplete
+	// messages; a sender with none has no entry.
+	senders map[string]int64
 	// recent remembers finished messages in a ring: true for completed,
 	// false for evicted.
 	recent     map[fragKey]bool
@@ -341,7 +362,8 @@ func (r *Reassembler) setup() {
 		return
 	}
 	r.cfg = r.cfg.withDefaults()
-	r.partial = make(map[uint64]*partial)
+	r.partial = make(map[slot]*partial)
+	r.senders = make(map[string]int64)
 	r.recent = make(map[fragKey]bool)
 	r.ready = true
 }
@@ -355,7 +377,7 @@ func (r *Reassembler) setup() {
 // messages were dropped to make room: frag itself was kept. Duplicates are
 // dropped silently and counted in Stats.
 func (r *Reassembler) Add(frag []byte) ([]byte, error) {
-	payload, _, err := r.take(frag, false)
+	payload, _, err := r.take("", frag, false)
 	return payload, err
 }
 
@@ -370,7 +392,15 @@ func (r *Reassembler) Add(frag []byte) ([]byte, error) {
 // afterwards (a NATS subscription hands each message a fresh slice).
 // Errors are Add's and Decode's.
 func (r *Reassembler) AddMessage(frag []byte) (Message, int, error) {
-	payload, summed, err := r.take(frag, true)
+	return r.AddMessageFrom("", frag)
+}
+
+// AddMessageFrom is AddMessage for a fragment from sender from, where one
+// Reassembler takes the fragments of several senders: each sender's ids
+// are its own, and its incomplete messages are held within
+// MaxSenderBytes.
+func (r *Reassembler) AddMessageFrom(from string, frag []byte) (Message, int, error) {
+	payload, summed, err := r.take(from, frag, true)
 	if payload == nil {
 		return nil, 0, err
 	}
@@ -381,30 +411,32 @@ func (r *Reassembler) AddMessage(frag []byte) (Message, int, error) {
 // take is Add, saying too whether the payload's trailer is the checksum
 // of the rest (messageSum). With owned, a payload in one fragment is
 // frag's own bytes, not a copy.
-func (r *Reassembler) take(frag []byte, owned bool) ([]byte, bool, error) {
+func (r *Reassembler) take(from string, frag []byte, owned bool) ([]byte, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.setup()
-	payload, summed, err := r.add(frag, owned)
+	payload, summed, err := r.add(from, frag, owned)
 	if err != nil && !errors.Is(err, ErrEvicted) {
 		r.stats.Rejected++
 	}
 	return payload, summed, err
 }
 
-func (r *Reassembler) add(frag []byte, owned bool) ([]byte, bool, error) {
+func (r *Reassembler) add(from string, frag []byte, owned bool) ([]byte, bool, error) {
 	h, data, err := parseFragment(frag)
 	if err != nil {
 		return nil, false, err
 	}
+	// A header's claim is checked against the limits before anything is
+	// allocated for it.
 	if uint64(h.total) > uint64(r.cfg.MaxTotal) {
 		return nil, false, fmt.Errorf("fragment %d: payload of %d bytes, limit %d: %w", h.id, h.total, r.cfg.MaxTotal, ErrTooLarge)
 	}
 	need := int64(h.total) + int64(h.count)*partOverhead
-	if need > r.cfg.MaxBytes {
-		return nil, false, fmt.Errorf("fragment %d: payload of %d bytes in %d parts needs %d bytes, limit %d: %w", h.id, h.total, h.count, need, r.cfg.MaxBytes, ErrTooLarge)
+	if need > r.cfg.MaxSenderBytes {
+		return nil, false, fmt.Errorf("fragment %d: payload of %d bytes in %d parts needs %d bytes, limit %d: %w", h.id, h.total, h.count, need, r.cfg.MaxSenderBytes, ErrTooLarge)
 	}
-	key := h.key()
+	key := h.key(from)
 	if completed, ok := r.recent[key]; ok {
 		if completed {
 			r.stats.Duplicates++
@@ -422,18 +454,20 @@ func (r *Reassembler) add(frag []byte, owned bool) ([]byte, bool, error) {
 	}
 
 	var evicted error
-	p := r.partial[h.id]
+	p := r.partial[key.slot]
 	if p == nil {
-		evicted = r.makeRoom(need)
+		evicted = r.makeRoom(from, need)
 		p = &partial{
 			key:     key,
 			payload: make([]byte, h.total),
 			have:    make([]uint64, (h.count+63)/64),
 			need:    need,
 		}
-		r.partial[h.id] = p
-		r.order = append(r.order, h.id)
+		r.partial[key.slot] = p
+		r.order = append(r.order, key.slot)
 		r.reserved += need
+		r.senders[from] += need
+		r.peak = max(r.peak, r.reserved)
 	} else if p.key != key {
 		return nil, false, fmt.Errorf("fragment %d: %d parts, %d bytes, crc32c %08x; earlier fragments say %d, %d, %08x: %w",
 			h.id, h.count, h.total, h.sum, p.key.count, p.key.total, p.key.sum, ErrFragment)
@@ -448,7 +482,7 @@ func (r *Reassembler) add(frag []byte, owned bool) ([]byte, bool, error) {
 	if p.got < int(h.count) {
 		return nil, false, evicted
 	}
-	r.drop(h.id)
+	r.drop(key.slot)
 	return r.finish(key, p.payload)
 }
 
@@ -466,20 +500,27 @@ func (r *Reassembler) finish(key fragKey, payload []byte) ([]byte, bool, error) 
 	return payload, trailerOK, nil
 }
 
-// makeRoom evicts the oldest incomplete messages until one more, charged
-// need bytes, fits the limits.
-func (r *Reassembler) makeRoom(need int64) error {
+// makeRoom evicts incomplete messages until one more of sender from,
+// charged need bytes, fits the limits: from's own oldest while from is
+// over MaxSenderBytes, then the oldest of all.
+func (r *Reassembler) makeRoom(from string, need int64) error {
 	var n int
 	var oldest *partial
-	for len(r.order) > 0 && (len(r.partial) >= r.cfg.MaxMessages || r.reserved+need > r.cfg.MaxBytes) {
-		p := r.partial[r.order[0]]
+	evict := func(p *partial) {
 		if oldest == nil {
 			oldest = p
 		}
-		r.drop(p.key.id)
+		r.drop(p.key.slot)
 		r.remember(p.key, false)
 		r.stats.Evicted++
 		n++
+	}
+	for r.senders[from]+need > r.cfg.MaxSenderBytes {
+		i := slices.IndexFunc(r.order, func(s slot) bool { return s.from == from })
+		evict(r.partial[r.order[i]])
+	}
+	for len(r.order) > 0 && (len(r.partial) >= r.cfg.MaxMessages || r.reserved+need > r.cfg.MaxBytes) {
+		evict(r.partial[r.order[0]])
 	}
 	if n == 0 {
 		return nil
@@ -488,12 +529,15 @@ func (r *Reassembler) makeRoom(need int64) error {
 		n, oldest.key.id, oldest.got, oldest.key.count, ErrEvicted)
 }
 
-// drop forgets the incomplete message id.
-func (r *Reassembler) drop(id uint64) {
-	p := r.partial[id]
-	delete(r.partial, id)
-	r.order = slices.DeleteFunc(r.order, func(x uint64) bool { return x == id })
+// drop forgets the incomplete message at s.
+func (r *Reassembler) drop(s slot) {
+	p := r.partial[s]
+	delete(r.partial, s)
+	r.order = slices.DeleteFunc(r.order, func(x slot) bool { return x == s })
 	r.reserved -= p.need
+	if r.senders[s.from] -= p.need; r.senders[s.from] <= 0 {
+		delete(r.senders, s.from)
+	}
 }
 
 // remember records a finished message in the ring of recent ones.
@@ -519,6 +563,16 @@ func (r *Reassembler) Stats() ReassemblerStats {
 	r.setup()
 	s := r.stats
 	s.InFlight = len(r.partial)
-	s.Reserved = r.reserved
+	s.Reserved, s.Peak = r.reserved, r.peak
 	return s
+}
+
+// SetLimits changes r's limits, as a receiver does when it learns what its
+// senders may send (a slave its RBM from its Assign). Incomplete messages
+// over new, lower limits are kept until they complete or are evicted.
+func (r *Reassembler) SetLimits(cfg ReassemblerConfig) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.setup()
+	r.cfg = cfg.withDefaults()
 }

@@ -61,7 +61,7 @@ func TestBigChunkParts(t *testing.T) {
 		t.Errorf("reassembled chunk differs from the one sent")
 	}
 	s := r.Stats()
-	want := ReassemblerStats{Completed: 1, Duplicates: 1}
+	want := ReassemblerStats{Completed: 1, Duplicates: 1, Peak: int64(len(payload) + 11*partOverhead)}
 	if s != want {
 		t.Errorf("Stats() = %+v; want %+v", s, want)
 	}
@@ -211,7 +211,7 @@ func TestReassemblerConflicts(t *testing.T) {
 	if got, err := r.Add(parts[1]); err != nil || got != nil {
 		t.Errorf("Add(late part) = %q, %v; want nil, nil", got, err)
 	}
-	want := ReassemblerStats{Rejected: 2, Duplicates: 1}
+	want := ReassemblerStats{Rejected: 2, Duplicates: 1, Peak: 10 + 3*partOverhead}
 	if s := r.Stats(); s != want {
 		t.Errorf("Stats() = %+v; want %+v", s, want)
 	}
@@ -275,7 +275,7 @@ func TestReassemblerBounds(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		want := ReassemblerStats{Completed: 2, Stale: 2, Evicted: 1}
+		want := ReassemblerStats{Completed: 2, Stale: 2, Evicted: 1, Peak: 2 * (250 + 3*partOverhead)}
 		if s := r.Stats(); s != want {
 			t.Errorf("Stats() = %+v; want %+v", s, want)
 		}

@@ -78,7 +78,7 @@ func checkDecode(t *testing.T, b []byte) {
 }
 
 // fuzzLimits are small, so that the fuzzer reaches the eviction paths.
-var fuzzLimits = ReassemblerConfig{MaxMessages: 3, MaxBytes: 4096, MaxTotal: 2048, Recent: 4}
+var fuzzLimits = ReassemblerConfig{MaxMessages: 3, MaxBytes: 4096, MaxSenderBytes: 3072, MaxTotal: 2048, Recent: 4}
 
 // FuzzReassemble reads its input as a stream of fragments, each prefixed
 // with its uint16 length, and checks that the Reassembler never panics,

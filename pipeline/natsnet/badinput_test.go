@@ -342,7 +342,9 @@ func TestBadInput(t *testing.T) {
 			ep := newEndpoint(nc, badConsumerName, hclog.NewNullLogger())
 			defer ep.close()
 			subject := dataSubject(run, badProducerName, badConsumerName)
-			if err := ep.subscribe(subject, windows); err != nil {
+			// Its windows of up to 3 rows of badCols values, as a slave's
+			// Assign bounds them.
+			if err := ep.subscribe(subject, windows, windows.limits(messages.Shape{Visible: badCols, WindowRows: 3})); err != nil {
 				t.Fatal(err)
 			}
 			c := protocol.NewConsumer(protocol.Run{ID: run}, badConsumerName, badProducerName, badProducer, badCols, 4, 0, false,

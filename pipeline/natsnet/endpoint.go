@@ -41,8 +41,19 @@ type endpoint struct {
 	nextID uint64 // of the next message's fragments; the loop's alone
 
 	mu    sync.Mutex
-	subs  map[string]*nats.Subscription // every subscription, by subject
-	links map[string]bool               // the subjects of links, which follow moves
+	subs  map[string]*nats.Subscription    // every subscription, by subject
+	res   map[string]*messages.Reassembler // each subscription's, by subject
+	links map[string]bool                  // the subjects of links, which follow moves
+	// shape is the RBM of the Assign that came on the slave's control
+	// subject: it bounds what the slave's senders may send. The zero Shape
+	// until one came (and on the master).
+	shape messages.Shape
+
+	// warned is when a rejection was last logged as a warning, and
+	// unwarned the rejections since; under warnMu.
+	warnMu   sync.Mutex
+	warned   time.Time
+	unwarned int
 
 	bytesIn, bytesOut atomic.Uint64 // of windows
 	queued            atomic.Int64  // bytes in the inbox
@@ -56,25 +67,27 @@ func newEndpoint(nc *nats.Conn, self string, log hclog.Logger) *endpoint {
 	return &endpoint{
 		nc: nc, self: self, log: log, start: time.Now(),
 		inbox: make(chan delivery, 64), done: make(chan struct{}),
-		nextID: rand.Uint64(), subs: map[string]*nats.Subscription{}, links: map[string]bool{},
+		nextID: rand.Uint64(), subs: map[string]*nats.Subscription{}, res: map[string]*messages.Reassembler{}, links: map[string]bool{},
 	}
 }
 
 // now is the node's time: the state machines' clock.
 func (ep *endpoint) now() time.Duration { return time.Since(ep.start) }
 
-// subscribe delivers what arrives on subject, of family f, to the inbox.
-func (ep *endpoint) subscribe(subject string, f family) error {
+// subscribe delivers what arrives on subject, of family f, to the inbox,
+// reassembled within lim: what its senders may send (family.limits).
+func (ep *endpoint) subscribe(subject string, f family, lim messages.ReassemblerConfig) error {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	if ep.subs[subject] != nil {
 		return nil
 	}
-	var re messages.Reassembler // callbacks of one subscription run one at a time
-	sub, err := ep.nc.Subscribe(subject, func(msg *nats.Msg) { ep.receive(&re, f, msg) })
+	re := messages.NewReassembler(lim)
+	sub, err := ep.nc.Subscribe(subject, func(msg *nats.Msg) { ep.receive(re, f, msg) })
 	if err != nil {
 		return err
 	}
+	ep.res[subject] = re
 	// No client-side limit (nats.go's default, 64 MiB, is less than one long
 	// window, and drops what exceeds it): reports carry checkpoints and
 	// weights of several slaves at once, and the windows in flight are
@@ -94,12 +107,14 @@ func (ep *endpoint) follow(want map[string]family) error {
 		if _, ok := want[subject]; !ok {
 			ep.subs[subject].Unsubscribe()
 			delete(ep.subs, subject)
+			delete(ep.res, subject)
 			delete(ep.links, subject)
 		}
 	}
+	shape := ep.shape
 	ep.mu.Unlock()
 	for subject, f := range want {
-		if err := ep.subscribe(subject, f); err != nil {
+		if err := ep.subscribe(subject, f, f.limits(shape)); err != nil {
 			return err
 		}
 		ep.mu.Lock()
@@ -116,7 +131,9 @@ func (ep *endpoint) receive(re *messages.Reassembler, f family, msg *nats.Msg) {
 	if f.name == windows.name {
 		ep.bytesIn.Add(uint64(len(msg.Data)))
 	}
-	m, size, err := re.AddMessage(msg.Data)
+	// The subject names the sender where a subscription has several (a
+	// wildcard): each sender's incomplete messages are held apart.
+	m, size, err := re.AddMessageFrom(msg.Subject, msg.Data)
 	if m == nil && err == nil {
 		// A part of a message, or a duplicate. A window's part says that
 		// the window is on its way.
@@ -134,12 +151,66 @@ func (ep *endpoint) receive(re *messages.Reassembler, f family, msg *nats.Msg) {
 		ep.reject(f, msg.Subject, messages.ReasonOf(err), err)
 		return
 	}
+	if a, ok := m.(*messages.Assign); ok && f.name == controls.name {
+		ep.assigned(re, a)
+	}
 	ep.deliver(delivery{env: protocol.Envelope{From: f.sender(msg.Subject), To: ep.self, Msg: m}, size: size})
 }
 
+// assigned raises the limits of the slave's control subject, and of the
+// links it subscribes to from now on, to what the RBM of a, its Assign,
+// makes its senders send: its checkpoint and its replicas' average on
+// control, its windows on links. It runs in the control subscription's
+// callback, before a is handed on, so that the Checkpoint the master sends
+// a replacement right after its Assign finds them raised.
+func (ep *endpoint) assigned(re *messages.Reassembler, a *messages.Assign) {
+	shape := a.Shape()
+	ep.mu.Lock()
+	ep.shape = shape
+	ep.mu.Unlock()
+	re.SetLimits(controls.limits(shape))
+}
+
+// rejectWarnEvery is how often a stream of rejections is logged as a
+// warning: the first at once, the rest as a count.
+const rejectWarnEvery = 10 * time.Second
+
+// reject hands the loop a rejection and logs it: each at debug level, and
+// at most one every rejectWarnEvery as a warning, with the count since the
+// last, so that a flood of bad input is seen without flooding the log.
 func (ep *endpoint) reject(f family, subject string, reason messages.RejectReason, err error) {
 	ep.log.Debug("dropped unreadable input", "subject", subject, "reason", reason, "error", err)
+	ep.warnMu.Lock()
+	ep.unwarned++
+	n, warn := ep.unwarned, time.Since(ep.warned) >= rejectWarnEvery
+	if warn {
+		ep.warned, ep.unwarned = time.Now(), 0
+	}
+	ep.warnMu.Unlock()
+	if warn {
+		ep.log.Warn("dropped unreadable input", "subject", subject, "reason", reason, "error", err, "dropped_since_last_warning", n)
+	}
 	ep.deliver(delivery{rejected: true, reason: reason, link: f.name == windows.name})
+}
+
+// reassembly returns what the reassemblers of ep's subscriptions hold of
+// incomplete messages, summed: Reserved now and the sum of their Peaks.
+func (ep *endpoint) reassembly() messages.ReassemblerStats {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	var t messages.ReassemblerStats
+	for _, re := range ep.res {
+		s := re.Stats()
+		t.Completed += s.Completed
+		t.Duplicates += s.Duplicates
+		t.Stale += s.Stale
+		t.Rejected += s.Rejected
+		t.Evicted += s.Evicted
+		t.InFlight += s.InFlight
+		t.Reserved += s.Reserved
+		t.Peak += s.Peak
+	}
+	return t
 }
 
 func (ep *endpoint) deliver(d delivery) {

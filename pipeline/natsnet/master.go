@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -96,6 +97,9 @@ type Master struct {
 	nc       *nats.Conn
 	log      hclog.Logger
 	rejected messages.Rejections
+	// ep is the endpoint of the run under way, or of the last, for tests
+	// to read its reassembly.
+	ep atomic.Pointer[endpoint]
 }
 
 // NewMaster returns a master talking over nc.
@@ -110,6 +114,29 @@ func NewMaster(nc *nats.Conn, log hclog.Logger) *Master {
 // reason: unreadable input, reports of another run or of an earlier
 // incarnation, registrations under a name not their sender's (foreign).
 func (m *Master) Rejected() messages.Rejections { return m.rejected }
+
+// limits bounds the reassembly of what arrives on a subject of family f:
+// what a slave of the plan's largest RBM may send, from each sender, and on
+// a report subject, which all the slaves share, room for every seat's.
+func (m *Master) limits(f family, cfg protocol.MasterConfig, rows int) messages.ReassemblerConfig {
+	shapes := make([]messages.Shape, len(cfg.Stages))
+	for i, c := range cfg.Stages {
+		shapes[i] = protocol.ShapeOf(c, rows)
+	}
+	lim := f.limits(shapes...)
+	if f.name == reports.name {
+		seats := max(len(cfg.Stages), 1)
+		if cfg.Replicas != nil {
+			seats = 0
+			for _, r := range cfg.Replicas {
+				seats += max(r, 1)
+			}
+		}
+		lim.MaxBytes = lim.MaxSenderBytes * int64(seats)
+		lim.MaxMessages = max(16, 2*seats)
+	}
+	return lim
+}
 
 // storeDone is the outcome of a StoreOp.
 type storeDone struct {
@@ -154,10 +181,11 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 	for subject, f := range map[string]family{
 		reportSubject(run, "*"): reports, creditSubject(run, "*", MasterName): credits, registerSubject("*"): registers,
 	} {
-		if err := ep.subscribe(subject, f); err != nil {
+		if err := ep.subscribe(subject, f, m.limits(f, cfg, p.N)); err != nil {
 			return nil, err
 		}
 	}
+	m.ep.Store(ep)
 	if p.Listening != nil {
 		if err := m.nc.Flush(); err != nil {
 			return nil, err

@@ -209,7 +209,9 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 		opt.Peers.add(opt.Name, ep)
 		defer opt.Peers.remove(opt.Name, ep)
 	}
-	if err := ep.subscribe(ctlSubject(opt.Name), controls); err != nil {
+	// Until its Assign comes, the slave takes only small messages on its
+	// control subject (see endpoint.assigned).
+	if err := ep.subscribe(ctlSubject(opt.Name), controls, controls.limits()); err != nil {
 		return err
 	}
 	timing := protocol.DefaultTiming(opt.JoinTimeout, 0)

@@ -84,6 +84,12 @@ var (
 
 func (f family) allows(k messages.Kind) bool { return slices.Contains(f.kinds, k) }
 
+// limits bounds the reassembly of what one sender may send on a subject of
+// f, about RBMs of the given shapes (see messages.Limits).
+func (f family) limits(shapes ...messages.Shape) messages.ReassemblerConfig {
+	return messages.Limits(f.kinds, shapes...)
+}
+
 // sender names the sender of a message that arrived on subject: the token
 // after the run's, the master on a control subject, the slave a
 // registration subject names (not the name in the registration, which the

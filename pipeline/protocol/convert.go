@@ -46,6 +46,12 @@ func assignment(run Run, c pipeline.StageConfig, rbms, rows, credits, checkpoint
 	}
 }
 
+// ShapeOf returns the shape of stage c of a run over rows rows: what
+// bounds the messages about it (see messages.Limits).
+func ShapeOf(c pipeline.StageConfig, rows int) messages.Shape {
+	return assignment(Run{}, c, 0, rows, 0, 0, nil, nil).Shape()
+}
+
 // CheckpointOf turns a stage's snapshot into the message that carries it.
 func CheckpointOf(run Run, cfg pipeline.StageConfig, s pipeline.StageState) *messages.Checkpoint {
 	return &messages.Checkpoint{
