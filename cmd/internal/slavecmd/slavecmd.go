@@ -22,10 +22,18 @@ import (
 )
 
 // Usage is the slave command's synopsis.
-const Usage = "usage: slave [--nats URL] [--name NAME[,NAME...]] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--window-delay 0s] [--status-every 1s] [--log-level info]\n"
+const Usage = "usage: slave [--nats URL] [--name NAME[,NAME...]] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--master-gone-after 5m] [--window-delay 0s] [--status-every 1s] [--log-level info]\n"
 
 // ErrUsage marks a bad slave command line.
 var ErrUsage = errors.New("usage")
+
+// ErrMasterGone is the error of a slave whose master stayed unreachable for
+// --master-gone-after; the slave exits with ExitMasterGone.
+var ErrMasterGone = natsnet.ErrMasterGone
+
+// ExitMasterGone is the exit status of a slave whose master is gone: not
+// 1, so that a supervisor can tell it from a failure of the slave's own.
+const ExitMasterGone = 3
 
 // Main parses a slave command line (args without the program name), builds
 // the slave's logger on stderr and runs the slave until its run ends (with
@@ -42,6 +50,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	serve := fs.Bool("serve", false, "after a run, wait for the next master instead of exiting")
 	threads := fs.Int("threads", 0, "BLAS threads; 0: one per CPU")
 	join := fs.Duration("join-timeout", config.DefaultJoinTimeout, "how long to wait for a master to answer and assign an RBM")
+	gone := fs.Duration("master-gone-after", natsnet.DefaultMasterGoneAfter, "exit with status 3 once the master has been unreachable this long: no connection to NATS, or no master listening to the slave's reports (with --serve: wait for the next master instead); 0: never")
 	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	delay := fs.Duration("window-delay", 0, "sleep this long after every window, to emulate a slower machine")
 	statusEvery := fs.Duration("status-every", time.Second, "how often to report status (the master's heartbeat)")
@@ -53,6 +62,12 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))
+	}
+	if *gone < 0 {
+		return fmt.Errorf("%w: --master-gone-after %s: want >= 0 (0: never)", ErrUsage, *gone)
+	}
+	if *gone == 0 {
+		*gone = -1 // never, where SlaveOptions' zero is the default
 	}
 	if _, err := config.NATSURLs(*url); err != nil {
 		from := "--nats"
@@ -82,7 +97,7 @@ func Main(ctx context.Context, args []string, stderr io.Writer) error {
 	if note := blas.CoreNote(); note != "" {
 		log.Info(note)
 	}
-	opt := natsnet.SlaveOptions{URL: *url, Name: *name, Credentials: creds, Threads: *threads, JoinTimeout: *join, Logger: log, WindowDelay: *delay, StatusEvery: *statusEvery}
+	opt := natsnet.SlaveOptions{URL: *url, Name: *name, Credentials: creds, Threads: *threads, JoinTimeout: *join, MasterGoneAfter: *gone, Logger: log, WindowDelay: *delay, StatusEvery: *statusEvery}
 	if names := strings.Split(*name, ","); len(names) > 1 {
 		if *serve {
 			return fmt.Errorf("%w: --serve with a group of names (--name %s): a group runs once", ErrUsage, *name)
