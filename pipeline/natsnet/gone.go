@@ -104,8 +104,9 @@ func (p *probes) answered(msg *nats.Msg) {
 }
 
 // absent judges the probes older than probeGrace, and reports whether the
-// newest judged says that nobody listens, and since when.
-func (p *probes) absent(now time.Duration) (bool, time.Duration) {
+// newest judged says that nobody listens, and since when; known is false
+// while no probe has been judged since the slave (re)connected.
+func (p *probes) absent(now time.Duration) (absent, known bool, since time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for id, at := range p.sent {
@@ -114,15 +115,17 @@ func (p *probes) absent(now time.Duration) (bool, time.Duration) {
 			p.heard = max(p.heard, at)
 		}
 	}
-	return p.nobody > p.heard, p.nobodySince
+	return p.nobody > p.heard, p.nobody >= 0 || p.heard >= 0, p.nobodySince
 }
 
-// forget drops the unanswered probes: sent on a connection since lost,
-// their answers will never come, and their silence says nothing.
+// forget drops the probes, answered or not, while the connection is down:
+// the answers to those unanswered will never come, and on another
+// connection the master may have come or gone.
 func (p *probes) forget() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	clear(p.sent)
+	p.heard, p.nobody = -1, -1
 }
 
 func (p *probes) close() { p.sub.Unsubscribe() }
@@ -154,7 +157,11 @@ func (w *masterWatch) gone(now time.Duration, url string) error {
 			w.probes.forget()
 		}
 	} else if w.probes != nil {
-		if absent, at := w.probes.absent(now); absent {
+		absent, known, at := w.probes.absent(now)
+		if !known && w.since >= 0 {
+			missed, what = true, w.what // reconnected: missed until a report tells
+		}
+		if absent {
 			missed, since, what = true, at, "connected to NATS at "+url+", but no master listens to the slave's reports"
 		}
 	}
