@@ -241,6 +241,9 @@ func main() {
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(os.Stderr, "master: interrupted")
 		os.Exit(130)
+	case errors.Is(err, slavecmd.ErrMasterGone): // `master slave`, as cmd/slave
+		fmt.Fprintf(os.Stderr, "master: %v\n", err)
+		os.Exit(slavecmd.ExitMasterGone)
 	default:
 		fmt.Fprintf(os.Stderr, "master: %v\n", err)
 		os.Exit(1)

@@ -2,10 +2,13 @@
 // it: it receives RBM_{i-1}'s middle results over NATS, trains RBM_i with
 // CD-k, and streams its own middle results and hidden biases to slave i+1.
 //
-//	slave [--nats URL] [--name NAME] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s]
+//	slave [--nats URL] [--name NAME] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--master-gone-after 5m]
 //	slave version
 //
-// `slave -h` prints its flags and an example on stdout.
+// `slave -h` prints its flags and an example on stdout. A slave whose
+// master has been unreachable for --master-gone-after (no connection to
+// NATS, or no master listening to its reports) exits with status 3; with
+// --serve it waits for the next master instead.
 package main
 
 import (
@@ -36,6 +39,9 @@ func main() {
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(os.Stderr, "slave: interrupted")
 		os.Exit(130)
+	case errors.Is(err, slavecmd.ErrMasterGone):
+		fmt.Fprintf(os.Stderr, "slave: %v\n", err)
+		os.Exit(slavecmd.ExitMasterGone)
 	default:
 		fmt.Fprintf(os.Stderr, "slave: %v\n", err)
 		os.Exit(1)

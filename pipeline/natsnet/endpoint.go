@@ -61,6 +61,9 @@ type endpoint struct {
 	// peers are the other nodes of this process that links reach in
 	// memory (see Peers); nil: none.
 	peers *Peers
+
+	// probes, if set, go out with a slave's status reports (see probes).
+	probes *probes
 }
 
 func newEndpoint(nc *nats.Conn, self string, log hclog.Logger) *endpoint {
@@ -269,11 +272,21 @@ func (ep *endpoint) send(run string, e protocol.Envelope) {
 	}
 	ep.nextID++
 	_, window := e.Msg.(*messages.Chunk)
+	var reply string
+	var probe uint64
+	if _, status := e.Msg.(*messages.Status); status && ep.probes != nil {
+		reply, probe = ep.probes.reply()
+	}
 	// Publish copies each part into the connection's write buffer before
 	// it returns, so EncodeEach may reuse the part's memory for the next.
 	var pubErr error
 	err := messages.EncodeEach(e.Msg, maxPart, ep.nextID, func(p []byte) error {
-		if pubErr = ep.nc.Publish(subject, p); pubErr != nil {
+		if reply != "" {
+			pubErr = ep.nc.PublishRequest(subject, reply, p)
+		} else {
+			pubErr = ep.nc.Publish(subject, p)
+		}
+		if pubErr != nil {
 			return pubErr
 		}
 		if window {
@@ -281,6 +294,9 @@ func (ep *endpoint) send(run string, e protocol.Envelope) {
 		}
 		return nil
 	})
+	if (pubErr != nil || err != nil) && reply != "" {
+		ep.probes.unsent(probe)
+	}
 	switch {
 	case pubErr != nil:
 		if !disconnected(ep.nc, pubErr) {

@@ -35,6 +35,13 @@ type SlaveOptions struct {
 	// FinishTimeout bounds the wait, after the weights are sent, for the
 	// master to confirm the end of the run. Default 10m.
 	FinishTimeout time.Duration
+	// MasterGoneAfter bounds how long the slave goes on without its
+	// master: with no connection to the NATS server, or connected while
+	// nothing listens to its status reports (the master was killed, or its
+	// run is over). Then it stops as on a signal and ends with an error
+	// wrapping ErrMasterGone. Default DefaultMasterGoneAfter; negative:
+	// never.
+	MasterGoneAfter time.Duration
 	// Logger receives the slave's log lines; nil discards them.
 	Logger hclog.Logger
 	// NATSOptions are extra connection options (credentials, TLS).
@@ -77,6 +84,9 @@ func (o *SlaveOptions) defaults() {
 	}
 	if o.FinishTimeout <= 0 {
 		o.FinishTimeout = 10 * time.Minute
+	}
+	if o.MasterGoneAfter == 0 {
+		o.MasterGoneAfter = DefaultMasterGoneAfter
 	}
 	if o.Threads <= 0 {
 		o.Threads = runtime.NumCPU()
@@ -214,6 +224,17 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 	if err := ep.subscribe(ctlSubject(opt.Name), controls, controls.limits()); err != nil {
 		return err
 	}
+	var watch *masterWatch
+	if opt.MasterGoneAfter > 0 {
+		p, err := newProbes(nc, ep.now)
+		if err != nil {
+			return err
+		}
+		defer p.close()
+		ep.probes = p
+		watch = newMasterWatch(nc, p, opt.MasterGoneAfter, log)
+	}
+	var gone error // the master's loss, once the watch has declared it
 	timing := protocol.DefaultTiming(opt.JoinTimeout, 0)
 	timing.LostAfter = time.Hour // the master's concern, not the slave's
 	timing.StatusEvery, timing.FinishTimeout = opt.StatusEvery, opt.FinishTimeout
@@ -293,6 +314,9 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 			if nc.IsConnected() { // else nothing waits to go out: the server is gone
 				nc.FlushTimeout(5 * time.Second)
 			}
+			if gone != nil && (err == nil || errors.Is(err, ErrMasterGone)) {
+				err = gone // a finished slave ends with nil on an interrupt
+			}
 			return err
 		}
 		select {
@@ -304,6 +328,12 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 		case <-tick.C:
 			ep.drain(receive)
 			s.Tick(ep.now())
+			if watch != nil && gone == nil {
+				if gone = watch.gone(ep.now(), opt.URL); gone != nil {
+					log.Error("the master is gone; leaving", "error", gone)
+					s.Interrupt(ep.now(), gone)
+				}
+			}
 		case <-interrupt:
 			interrupt = nil
 			s.Interrupt(ep.now(), ctx.Err())
@@ -351,6 +381,9 @@ func (e fatalError) Unwrap() error { return e.error }
 // (a compose service, a slave on another host) trains an RBM for every
 // master that comes. It returns when ctx is cancelled or on an error that
 // retrying cannot fix: refused credentials, a name that fits no identity.
+// A master gone for good (ErrMasterGone) ends a run, not the slave: it
+// waits for the next master, and says every serveSayEvery that it still
+// does.
 func ServeSlave(ctx context.Context, opt SlaveOptions) error {
 	opt.defaults()
 	log := opt.Logger
@@ -359,6 +392,7 @@ func ServeSlave(ctx context.Context, opt SlaveOptions) error {
 			return fmt.Errorf("slave %w", err)
 		}
 	}
+	var waiting, said time.Time // since when no master came, and when the slave last said so
 	for {
 		o := opt // a claim names o after its identity, anew every time
 		err := runSlave(ctx, &o)
@@ -370,9 +404,22 @@ func ServeSlave(ctx context.Context, opt SlaveOptions) error {
 			return err
 		case err == nil:
 			log.Info("run done; waiting for the next master")
+			waiting, said = time.Time{}, time.Time{}
 			continue
-		case errors.Is(err, protocol.ErrNoMaster):
-			log.Info("no master yet; still waiting", "nats", opt.URL)
+		case errors.Is(err, ErrMasterGone):
+			log.Warn("the master is gone; waiting for the next master", "error", err)
+			waiting, said = time.Now(), time.Now()
+		case errors.Is(err, protocol.ErrNoMaster), unreachable(err):
+			// Said once a while, not at every try: a slave may wait
+			// for days, and NATS refuses it at once every second.
+			now := time.Now()
+			if waiting.IsZero() {
+				waiting = now
+			}
+			if said.IsZero() || now.Sub(said) >= serveSayEvery {
+				log.Info("no master yet; still waiting", "nats", opt.URL, "waiting", now.Sub(waiting).Round(time.Second), "error", err)
+				said = now
+			}
 		case errors.Is(err, protocol.ErrClusterFull):
 			// A spare: it stands by, and takes over a lost slave's RBM.
 			log.Debug("standing by: the master has all the slaves it needs")
@@ -386,3 +433,7 @@ func ServeSlave(ctx context.Context, opt SlaveOptions) error {
 		}
 	}
 }
+
+// serveSayEvery is how often a serving slave with no master says that it
+// still waits.
+const serveSayEvery = time.Minute

@@ -142,6 +142,9 @@ var (
 	ErrClusterFull = errors.New("the master needs no more slaves")
 	// ErrNoMaster: no master answered the registration.
 	ErrNoMaster = errors.New("no master answered")
+	// ErrMasterGone: the slave's driver lost its master for good (the
+	// NATS transport's bound on a master that no longer listens).
+	ErrMasterGone = errors.New("the master is gone")
 	// ErrRefused: the master refused the slave.
 	ErrRefused = errors.New("the master refused the slave")
 	// ErrNameInUse: another live process has the slave's name.

@@ -23,7 +23,7 @@ import (
 )
 
 // Usage is the slave command's synopsis.
-const Usage = `usage: slave [--nats URL] [--name NAME[,NAME...]] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--window-delay 0s] [--status-every 1s] [--log-level info]
+const Usage = `usage: slave [--nats URL] [--name NAME[,NAME...]] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--master-gone-after 5m] [--window-delay 0s] [--status-every 1s] [--log-level info]
        slave version
 `
 
@@ -32,7 +32,10 @@ const (
 	description = `Joins a pipedbn cluster and trains the RBM its master assigns it: it receives RBM_{i-1}'s
 middle results over NATS, trains RBM_i with CD-k and streams its own middle results and hidden
 biases to the next slave. A master with cluster.slaves > 0 waits for its slaves to join; with
-cluster.slaves 0 it starts its own. ` + "`slave version`" + ` prints what the binary was built from.
+cluster.slaves 0 it starts its own. A slave whose master has been unreachable for
+--master-gone-after (no connection to NATS, or no master listening to its reports) leaves a
+checkpoint and exits with status 3; with --serve it waits for the next master instead.
+` + "`slave version`" + ` prints what the binary was built from.
 `
 	example = `Example:
   slave --nats nats://10.0.0.1:4222 --name slave-1    # join a master of configs/cluster.yaml on 10.0.0.1
@@ -41,6 +44,14 @@ cluster.slaves 0 it starts its own. ` + "`slave version`" + ` prints what the bi
 
 // ErrUsage marks a bad slave command line.
 var ErrUsage = errors.New("usage")
+
+// ErrMasterGone is the error of a slave whose master stayed unreachable for
+// --master-gone-after; the slave exits with ExitMasterGone.
+var ErrMasterGone = natsnet.ErrMasterGone
+
+// ExitMasterGone is the exit status of a slave whose master is gone: not
+// 1, so that a supervisor can tell it from a failure of the slave's own.
+const ExitMasterGone = 3
 
 // Main parses a slave command line (args without the program name), builds
 // the slave's logger on stderr and runs the slave until its run ends (with
@@ -65,6 +76,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	serve := fs.Bool("serve", false, "after a run, wait for the next master instead of exiting")
 	threads := fs.Int("threads", 0, "BLAS threads; 0: one per CPU")
 	join := fs.Duration("join-timeout", config.DefaultJoinTimeout, "how long to wait for a master to answer and assign an RBM")
+	gone := fs.Duration("master-gone-after", natsnet.DefaultMasterGoneAfter, "exit with status 3 once the master has been unreachable this long: no connection to NATS, or no master listening to the slave's reports (with --serve: wait for the next master instead); 0: never")
 	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	delay := fs.Duration("window-delay", 0, "sleep this long after every window, to emulate a slower machine")
 	statusEvery := fs.Duration("status-every", time.Second, "how often to report status (the master's heartbeat)")
@@ -80,6 +92,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))
+	}
+	if *gone < 0 {
+		return fmt.Errorf("%w: --master-gone-after %s: want >= 0 (0: never)", ErrUsage, *gone)
+	}
+	if *gone == 0 {
+		*gone = -1 // never, where SlaveOptions' zero is the default
 	}
 	if _, err := config.NATSURLs(*url); err != nil {
 		from := "--nats"
@@ -109,7 +127,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if note := blas.CoreNote(); note != "" {
 		log.Info(note)
 	}
-	opt := natsnet.SlaveOptions{URL: *url, Name: *name, Credentials: creds, Threads: *threads, JoinTimeout: *join, Logger: log, WindowDelay: *delay, StatusEvery: *statusEvery}
+	opt := natsnet.SlaveOptions{URL: *url, Name: *name, Credentials: creds, Threads: *threads, JoinTimeout: *join, MasterGoneAfter: *gone, Logger: log, WindowDelay: *delay, StatusEvery: *statusEvery}
 	if names := strings.Split(*name, ","); len(names) > 1 {
 		if *serve {
 			return fmt.Errorf("%w: --serve with a group of names (--name %s): a group runs once", ErrUsage, *name)

@@ -21,6 +21,7 @@ func TestMainBadCommandLine(t *testing.T) {
 		{[]string{"--bogus"}, ErrUsage},
 		{[]string{"--threads", "many"}, ErrUsage},
 		{[]string{"--log-level", "loud"}, ErrUsage},
+		{[]string{"--master-gone-after", "-1s"}, ErrUsage},
 		{[]string{"--serve", "--name", "a,b"}, ErrUsage},
 		{[]string{"--nats", "localhost:4222"}, ErrUsage},
 		{[]string{"--nats", "nats://a:4222,,nats://b:4222"}, ErrUsage},
