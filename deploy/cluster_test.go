@@ -22,7 +22,8 @@ import (
 
 // The cluster's users file holds the same identities and hashes as the
 // single server's, without the one-connection limit; a secrets folder made
-// before it existed gets it from its identities.
+// before it existed gets it from its identities, and one made by an older
+// build gets this build's permissions, its passwords kept.
 func TestGenerateClusterUsers(t *testing.T) {
 	dir := t.TempDir()
 	sec, err := Generate(dir, Options{Slaves: 3, Cost: bcrypt.MinCost})
@@ -52,8 +53,12 @@ func TestGenerateClusterUsers(t *testing.T) {
 		t.Errorf("%s: %v, %v; want mode 0600", ClusterUsersFile, fi, err)
 	}
 
-	// An older folder: no cluster users yet.
+	// An older folder: no cluster users yet, and the server's users file
+	// of an older build, whose permissions have since changed.
 	if err := os.Remove(filepath.Join(dir, ClusterUsersFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, UsersFile), []byte("# an older build's permissions\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Generate(dir, Options{Slaves: 3, Cost: bcrypt.MinCost}); !errors.Is(err, ErrExist) {
@@ -62,6 +67,18 @@ func TestGenerateClusterUsers(t *testing.T) {
 	again, err := os.ReadFile(filepath.Join(dir, ClusterUsersFile))
 	if err != nil {
 		t.Fatalf("Generate over an older folder: %v; want its cluster users made", err)
+	}
+	refreshed, err := os.ReadFile(filepath.Join(dir, UsersFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "pipedbn.register." + sec.Slaves[0].User; !strings.Contains(string(refreshed), want) {
+		t.Errorf("Generate over an older folder left %s without %q; want this build's permissions", UsersFile, want)
+	}
+	for _, c := range append([]natsnet.Credential{sec.Master}, sec.Slaves...) {
+		if bytes.Contains(refreshed, []byte(c.Password)) {
+			t.Errorf("%s holds %s's password in clear", UsersFile, c.User)
+		}
 	}
 	if _, err := GenerateTLS(dir, TLSOptions{}); err != nil {
 		t.Fatal(err)

@@ -88,10 +88,10 @@ func Generate(dir string, o Options) (*Secrets, error) {
 	if !o.Force {
 		for _, pattern := range []string{UsersFile, "*.creds"} {
 			if m, _ := filepath.Glob(filepath.Join(dir, pattern)); len(m) > 0 {
-				if err := addClusterUsers(dir, o.Cost); err != nil {
+				if err := refreshUsers(dir, o.Cost); err != nil {
 					return nil, err
 				}
-				return nil, fmt.Errorf("%w in %s (replace them with force, then restart the NATS server)", ErrExist, dir)
+				return nil, fmt.Errorf("%w in %s (the servers' permissions are refreshed, the passwords kept; replace them with force, then restart the NATS server)", ErrExist, dir)
 			}
 		}
 	}
@@ -104,24 +104,6 @@ func Generate(dir string, o Options) (*Secrets, error) {
 	if err != nil {
 		return nil, err
 	}
-	hashes := map[string]string{} // one hash a password for both files
-	hash := func(pass string) (string, error) {
-		if h, ok := hashes[pass]; ok {
-			return h, nil
-		}
-		h, err := bcrypt.GenerateFromPassword([]byte(pass), o.Cost)
-		hashes[pass] = string(h)
-		return string(h), err
-	}
-	conf, err := sec.ServerConfig(hash)
-	if err != nil {
-		return nil, err
-	}
-	clusterConf, err := sec.ClusterConfig(hash)
-	if err != nil {
-		return nil, err
-	}
-
 	files := map[string][]natsnet.Credential{
 		MasterFile: {sec.Master},
 		SlavesFile: sec.Slaves,
@@ -145,10 +127,7 @@ func Generate(dir string, o Options) (*Secrets, error) {
 			}
 		}
 	}
-	if err := writeSecret(filepath.Join(dir, UsersFile), conf); err != nil {
-		return nil, err
-	}
-	if err := writeSecret(filepath.Join(dir, ClusterUsersFile), clusterConf); err != nil {
+	if err := writeUsers(dir, sec, o.Cost); err != nil {
 		return nil, err
 	}
 	for name, cs := range files {
@@ -179,13 +158,11 @@ func writeSecret(path string, b []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// addClusterUsers writes the cluster's users file into a folder of secrets
-// made before there was one, from its identities.
-func addClusterUsers(dir string, cost int) error {
-	path := filepath.Join(dir, ClusterUsersFile)
-	if _, err := os.Stat(path); err == nil {
-		return nil
-	}
+// refreshUsers writes the servers' users files anew from the identities a
+// folder keeps: the passwords stay, the permissions become this build's (a
+// folder made by an older build may lack a file, or grant subjects that
+// have since changed, such as the registration subject of each slave).
+func refreshUsers(dir string, cost int) error {
 	master, err := natsnet.ReadCredentials(filepath.Join(dir, MasterFile))
 	if err != nil {
 		return err
@@ -194,13 +171,31 @@ func addClusterUsers(dir string, cost int) error {
 	if err != nil {
 		return err
 	}
-	ids := &natsnet.Identities{Master: master[0], Slaves: slaves}
-	conf, err := ids.ClusterConfig(func(pass string) (string, error) {
-		hash, err := bcrypt.GenerateFromPassword([]byte(pass), cost)
-		return string(hash), err
-	})
+	return writeUsers(dir, &natsnet.Identities{Master: master[0], Slaves: slaves}, cost)
+}
+
+// writeUsers writes the servers' users files of ids: the single server's
+// and the cluster's, with the bcrypt hashes of the passwords only.
+func writeUsers(dir string, ids *natsnet.Identities, cost int) error {
+	hashes := map[string]string{} // one hash a password for both files
+	hash := func(pass string) (string, error) {
+		if h, ok := hashes[pass]; ok {
+			return h, nil
+		}
+		h, err := bcrypt.GenerateFromPassword([]byte(pass), cost)
+		hashes[pass] = string(h)
+		return string(h), err
+	}
+	conf, err := ids.ServerConfig(hash)
 	if err != nil {
 		return err
 	}
-	return writeSecret(path, conf)
+	clusterConf, err := ids.ClusterConfig(hash)
+	if err != nil {
+		return err
+	}
+	if err := writeSecret(filepath.Join(dir, UsersFile), conf); err != nil {
+		return err
+	}
+	return writeSecret(filepath.Join(dir, ClusterUsersFile), clusterConf)
 }
