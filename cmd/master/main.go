@@ -175,7 +175,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		if ln == nil {
 			return func() {}
 		}
-		srv := monitor.Serve(ln, h, logger.Named("monitor"))
+		srv := monitor.Serve(ln, h, monitor.ServeOptions{Logger: logger.Named("monitor")})
 		return func() { srv.Close() }
 	}
 	switch cmd {

@@ -1,0 +1,141 @@
+package monitor
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// countingListener counts the connections it accepted that are still open,
+// and the most open at once.
+type countingListener struct {
+	net.Listener
+	mu         sync.Mutex
+	open, most int
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.open++
+	l.most = max(l.most, l.open)
+	l.mu.Unlock()
+	return &countedConn{Conn: c, l: l}, nil
+}
+
+func (l *countingListener) counts() (open, most int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open, l.most
+}
+
+type countedConn struct {
+	net.Conn
+	l    *countingListener
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() {
+		c.l.mu.Lock()
+		c.l.open--
+		c.l.mu.Unlock()
+	})
+	return c.Conn.Close()
+}
+
+// checkFor polls f until it returns nil or the time is up.
+func checkFor(t *testing.T, total time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %v", total, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Clients that open connections and leave them idle, more than the cap,
+// hold no more than the cap of the server's connections, lose them to the
+// timeouts, and a page's request is still answered.
+func TestServeSurvivesIdleConnections(t *testing.T) {
+	const maxConns, idle = 4, 200 * time.Millisecond
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &countingListener{Listener: tcp}
+	r := NewRun("idle", "pipelined", URL(tcp))
+	srv := Serve(ln, r.Handler(), ServeOptions{Logger: hclog.NewNullLogger(), MaxConns: maxConns,
+		ReadHeaderTimeout: idle, IdleTimeout: idle})
+	defer srv.Close()
+
+	// Half say nothing; half make one keep-alive request and then idle.
+	var clients []net.Conn
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	for i := range 6 * maxConns {
+		c, err := net.Dial("tcp", tcp.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+		if i%2 == 1 {
+			fmt.Fprintf(c, "GET /api/status HTTP/1.1\r\nHost: %s\r\n\r\n", tcp.Addr())
+		}
+	}
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for range 3 {
+		resp, err := client.Get(URL(tcp) + "/api/status")
+		if err != nil {
+			t.Fatalf("GET /api/status with %d idle connections: %v", len(clients), err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"name": "idle"`) {
+			t.Fatalf("GET /api/status with %d idle connections: %s\n%s", len(clients), resp.Status, b)
+		}
+	}
+	if _, most := ln.counts(); most > maxConns {
+		t.Errorf("the server held %d connections at once; want at most MaxConns = %d", most, maxConns)
+	}
+	// Every idle client's connection gets its turn and is closed.
+	checkFor(t, 10*time.Second, func() error {
+		if open, _ := ln.counts(); open != 0 {
+			return fmt.Errorf("the server holds %d connections of idle clients; want 0 after the idle timeout", open)
+		}
+		return nil
+	})
+	for i, c := range clients {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if i%2 == 1 {
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatalf("client %d's request: %v", i, err)
+			}
+			resp.Body.Close()
+		}
+		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("client %d read %v; want EOF: the server closed its idle connection", i, err)
+		}
+	}
+}
