@@ -139,7 +139,9 @@ func DefaultMaxConns() int {
 }
 
 // Serve serves h on ln in a goroutine of its own, until Close. It caps the
-// connections open at once and times out slow and idle ones.
+// connections open at once, times out slow and idle ones, and refuses with
+// 421 a request whose Host header is not this server's (allowHost says
+// which are).
 func Serve(ln net.Listener, h http.Handler, opt ServeOptions) *Server {
 	log := opt.Logger
 	if log == nil {
@@ -155,9 +157,10 @@ func Serve(ln net.Listener, h http.Handler, opt ServeOptions) *Server {
 	if maxConns <= 0 {
 		maxConns = DefaultMaxConns()
 	}
+	bound := boundIP(ln)
 	s := &Server{
 		srv: &http.Server{
-			Handler:           h,
+			Handler:           checkHost(h, bound, hostName()),
 			ReadHeaderTimeout: or(opt.ReadHeaderTimeout, DefaultReadHeaderTimeout),
 			ReadTimeout:       or(opt.ReadTimeout, DefaultReadTimeout),
 			WriteTimeout:      or(opt.WriteTimeout, DefaultWriteTimeout),

@@ -139,3 +139,85 @@ func TestServeSurvivesIdleConnections(t *testing.T) {
 		}
 	}
 }
+
+// Requests whose Host header is not the server's are refused: on
+// loopback, only localhost, 127.0.0.1 and [::1] are.
+func TestServeChecksHost(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := Serve(ln, NewRun("host", "greedy", URL(ln)).Handler(), ServeOptions{})
+	defer srv.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	for _, tc := range []struct {
+		host string
+		want int
+	}{
+		{fmt.Sprintf("127.0.0.1:%d", port), http.StatusOK},
+		{fmt.Sprintf("localhost:%d", port), http.StatusOK},
+		{fmt.Sprintf("LocalHost.:%d", port), http.StatusOK},
+		{fmt.Sprintf("[::1]:%d", port), http.StatusOK},
+		{"localhost:9000", http.StatusOK}, // ssh -L 9000:127.0.0.1:PORT
+		{"localhost", http.StatusOK},
+		{fmt.Sprintf("rebind.example:%d", port), http.StatusMisdirectedRequest},
+		{fmt.Sprintf("127.0.0.1.rebind.example:%d", port), http.StatusMisdirectedRequest},
+		{fmt.Sprintf("192.0.2.1:%d", port), http.StatusMisdirectedRequest},
+		{fmt.Sprintf("%s:%d", hostName(), port), http.StatusMisdirectedRequest},
+	} {
+		for _, path := range []string{"/", "/api/status", "/metrics"} {
+			req, err := http.NewRequest("GET", URL(ln)+path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Host = tc.host
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("GET %s with Host %s: %s; want %d\n%s", path, tc.host, resp.Status, tc.want, b)
+			}
+		}
+	}
+}
+
+// Bound beyond loopback, a server also answers to IP addresses, this
+// host's name and names without a dot, never to other names.
+func TestAllowHost(t *testing.T) {
+	t.Parallel()
+	loop, specific, any := net.ParseIP("127.0.0.1"), net.ParseIP("192.0.2.7"), net.IPv6unspecified
+	for _, tc := range []struct {
+		bound net.IP
+		host  string
+		want  bool
+	}{
+		{loop, "127.0.0.1:80", true},
+		{loop, "127.0.0.2:80", true},
+		{loop, "[::1]:80", true},
+		{loop, "localhost", true},
+		{loop, "", false},
+		{loop, "192.0.2.7:80", false},
+		{loop, "box", false},
+		{loop, "box.lab.example", false},
+		{specific, "192.0.2.7:8080", true},
+		{specific, "[2001:db8::1]:8080", true},
+		{specific, "localhost:8080", true},
+		{specific, "box.lab.example:8080", true},
+		{specific, "BOX.lab.example.", true},
+		{specific, "master:8080", true},
+		{specific, "rebind.example:8080", false},
+		{specific, "box.lab.example.rebind.example", false},
+		{specific, "", false},
+		{any, "10.0.0.5:8080", true},
+		{any, "master:8080", true},
+		{any, "rebind.example:8080", false},
+	} {
+		if got := allowHost(tc.bound, "box.lab.example", tc.host); got != tc.want {
+			t.Errorf("allowHost(%s, box.lab.example, %q) = %v; want %v", tc.bound, tc.host, got, tc.want)
+		}
+	}
+}
