@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // boundIP is the address ln listens on: loopback, a specific address, or
@@ -78,4 +80,44 @@ func checkHost(h http.Handler, bound net.IP, hostname string) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// hostURLs are the http:// URLs of port on this host's addresses that
+// other hosts may reach, IPv4 first: none of loopback or link-local.
+func hostURLs(port int) []string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var v4, v6 []string
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok || !n.IP.IsGlobalUnicast() {
+			continue
+		}
+		if n.IP.To4() != nil {
+			v4 = append(v4, portURL(n.IP.String(), port))
+		} else {
+			v6 = append(v6, portURL(n.IP.String(), port))
+		}
+	}
+	return append(v4, v6...)
+}
+
+// warnExposed logs one warning if other hosts may reach ln, with the URLs
+// they reach it at: the monitor has no TLS and no passwords.
+func warnExposed(log hclog.Logger, ln net.Listener, bound net.IP) {
+	if !beyondLoopback(bound) {
+		return
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	urls := []string{portURL(bound.String(), port)}
+	if bound.IsUnspecified() {
+		urls = hostURLs(port)
+		if len(urls) == 0 {
+			urls = []string{fmt.Sprintf("http://<this host's address>:%d", port)}
+		}
+	}
+	log.Warn("the status page, /api/status and /metrics are reachable from other hosts, with no authentication and no TLS",
+		"address", ln.Addr().String(), "urls", strings.Join(urls, " "))
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -53,18 +54,26 @@ func listenError(err error) error {
 	return fmt.Errorf("cannot listen: %w", err)
 }
 
-// URL is the http:// URL of a listener's address; an unspecified host
-// (0.0.0.0, ::) is shown as 127.0.0.1, where this machine reaches it.
+// URL is the http:// URL of a listener's address. An unspecified host
+// (0.0.0.0, ::) is shown as the first of this host's addresses (URLs), as
+// other hosts reach it: 127.0.0.1 only when the host has no other.
 func URL(ln net.Listener) string {
 	a, ok := ln.Addr().(*net.TCPAddr)
 	if !ok {
 		return "http://" + ln.Addr().String()
 	}
-	host := a.IP.String()
 	if a.IP == nil || a.IP.IsUnspecified() {
-		host = "127.0.0.1"
+		if urls := hostURLs(a.Port); len(urls) > 0 {
+			return urls[0]
+		}
+		return portURL("127.0.0.1", a.Port)
 	}
-	return "http://" + net.JoinHostPort(host, fmt.Sprint(a.Port))
+	return portURL(a.IP.String(), a.Port)
+}
+
+// portURL is the http:// URL of host and port.
+func portURL(host string, port int) string {
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 }
 
 // WriteURL writes url to dir/URLFile.
@@ -111,7 +120,8 @@ const (
 
 // ServeOptions configures Serve; a zero field takes its default.
 type ServeOptions struct {
-	// Logger gets an error that ends serving early. nil: nowhere.
+	// Logger gets an error that ends serving early and the warning of a
+	// server reachable from other hosts. nil: nowhere.
 	Logger hclog.Logger
 	// MaxConns caps the connections open at once; more wait in the
 	// kernel's backlog until one closes. Default DefaultMaxConns().
@@ -141,7 +151,8 @@ func DefaultMaxConns() int {
 // Serve serves h on ln in a goroutine of its own, until Close. It caps the
 // connections open at once, times out slow and idle ones, and refuses with
 // 421 a request whose Host header is not this server's (allowHost says
-// which are).
+// which are). Bound beyond loopback, it logs a warning that other hosts
+// reach the page, with its URLs.
 func Serve(ln net.Listener, h http.Handler, opt ServeOptions) *Server {
 	log := opt.Logger
 	if log == nil {
@@ -158,6 +169,7 @@ func Serve(ln net.Listener, h http.Handler, opt ServeOptions) *Server {
 		maxConns = DefaultMaxConns()
 	}
 	bound := boundIP(ln)
+	warnExposed(log, ln, bound)
 	s := &Server{
 		srv: &http.Server{
 			Handler:           checkHost(h, bound, hostName()),

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -69,6 +70,24 @@ func checkFor(t *testing.T, total time.Duration, f func() error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger and a test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
 
 // Clients that open connections and leave them idle, more than the cap,
@@ -218,6 +237,47 @@ func TestAllowHost(t *testing.T) {
 	} {
 		if got := allowHost(tc.bound, "box.lab.example", tc.host); got != tc.want {
 			t.Errorf("allowHost(%s, box.lab.example, %q) = %v; want %v", tc.bound, tc.host, got, tc.want)
+		}
+	}
+}
+
+// Bound on every interface, the server logs one warning that other hosts
+// reach it, with this host's URLs, and its URL is one of them, not
+// 127.0.0.1's; on loopback it logs nothing.
+func TestServeWarnsBeyondLoopback(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", "127.0.0.1:0"} {
+		ln, err := Listen(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out syncBuffer
+		log := hclog.New(&hclog.LoggerOptions{Name: "monitor", Output: &out, Level: hclog.Info})
+		srv := Serve(ln, http.NotFoundHandler(), ServeOptions{Logger: log})
+		srv.Close()
+		port := ln.Addr().(*net.TCPAddr).Port
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if addr == "127.0.0.1:0" {
+			if out.String() != "" {
+				t.Errorf("Serve on %s logged %q; want nothing", addr, out.String())
+			}
+			continue
+		}
+		if len(lines) != 1 || !strings.Contains(lines[0], "[WARN]") || !strings.Contains(lines[0], "reachable from other hosts, with no authentication") {
+			t.Errorf("Serve on %s logged %q; want one warning that other hosts reach it", addr, out.String())
+		}
+		urls := hostURLs(port)
+		if len(urls) == 0 {
+			urls = []string{fmt.Sprintf("http://<this host's address>:%d", port)}
+		} else if u := URL(ln); u != urls[0] {
+			t.Errorf("URL = %s; want %s, this host's first address", u, urls[0])
+		}
+		for _, u := range urls {
+			if !strings.Contains(lines[0], u) {
+				t.Errorf("the warning %q does not list %s", lines[0], u)
+			}
+		}
+		if strings.Contains(lines[0], "127.0.0.1") {
+			t.Errorf("the warning %q gives 127.0.0.1, which is not where other hosts reach the server", lines[0])
 		}
 	}
 }
