@@ -194,7 +194,7 @@ func TestChromiumShowsSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := monitor.Serve(ln, sweep.Handler(), nil)
+	srv := monitor.Serve(ln, sweep.Handler(), monitor.ServeOptions{})
 	defer srv.Close()
 	url := monitor.URL(ln)
 

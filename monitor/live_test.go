@@ -83,7 +83,7 @@ reliability: {save_every: 0}
 	ctx, cancel := context.WithCancel(context.Background())
 	w = &watched{url: monitor.URL(ln), out: t.TempDir(), done: make(chan error, 1), cancel: cancel}
 	w.run = monitor.NewRun(cfg.Name, cfg.Pretrain.Mode.String(), w.url)
-	srv := monitor.Serve(ln, w.run.Handler(), hclog.NewNullLogger())
+	srv := monitor.Serve(ln, w.run.Handler(), monitor.ServeOptions{Logger: hclog.NewNullLogger()})
 	started := false
 	t.Cleanup(func() {
 		cancel()

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 
 	"github.com/pipedbn/pipedbn/internal/atomicfile"
 )
@@ -52,18 +54,26 @@ func listenError(err error) error {
 	return fmt.Errorf("cannot listen: %w", err)
 }
 
-// URL is the http:// URL of a listener's address; an unspecified host
-// (0.0.0.0, ::) is shown as 127.0.0.1, where this machine reaches it.
+// URL is the http:// URL of a listener's address. An unspecified host
+// (0.0.0.0, ::) is shown as the first of this host's addresses (URLs), as
+// other hosts reach it: 127.0.0.1 only when the host has no other.
 func URL(ln net.Listener) string {
 	a, ok := ln.Addr().(*net.TCPAddr)
 	if !ok {
 		return "http://" + ln.Addr().String()
 	}
-	host := a.IP.String()
 	if a.IP == nil || a.IP.IsUnspecified() {
-		host = "127.0.0.1"
+		if urls := hostURLs(a.Port); len(urls) > 0 {
+			return urls[0]
+		}
+		return portURL("127.0.0.1", a.Port)
 	}
-	return "http://" + net.JoinHostPort(host, fmt.Sprint(a.Port))
+	return portURL(a.IP.String(), a.Port)
+}
+
+// portURL is the http:// URL of host and port.
+func portURL(host string, port int) string {
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 }
 
 // WriteURL writes url to dir/URLFile.
@@ -90,17 +100,88 @@ type Server struct {
 	done chan struct{}
 }
 
-// Serve serves h on ln in a goroutine of its own, logging to log (nil:
-// nowhere) an error that ends serving early. Close stops it.
-func Serve(ln net.Listener, h http.Handler, log hclog.Logger) *Server {
+// The defaults of ServeOptions. No endpoint streams (the status page
+// polls /api/status every second), so one write timeout fits them all.
+const (
+	// DefaultReadHeaderTimeout closes a connection that sent no complete
+	// request header in time, so that a client that connects and says
+	// nothing does not keep a file descriptor.
+	DefaultReadHeaderTimeout = 5 * time.Second
+	// DefaultReadTimeout bounds reading a request: the monitor serves GETs,
+	// with no body.
+	DefaultReadTimeout = 10 * time.Second
+	// DefaultWriteTimeout bounds writing a response, /metrics the largest.
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultIdleTimeout closes a keep-alive connection idle this long:
+	// longer than the page's polls and Prometheus's default 15 s scrape
+	// interval, which keep theirs.
+	DefaultIdleTimeout = 20 * time.Second
+)
+
+// ServeOptions configures Serve; a zero field takes its default.
+type ServeOptions struct {
+	// Logger gets an error that ends serving early and the warning of a
+	// server reachable from other hosts. nil: nowhere.
+	Logger hclog.Logger
+	// MaxConns caps the connections open at once; more wait in the
+	// kernel's backlog until one closes. Default DefaultMaxConns().
+	MaxConns int
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
+	// http.Server's; defaults DefaultReadHeaderTimeout, DefaultReadTimeout,
+	// DefaultWriteTimeout and DefaultIdleTimeout.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+}
+
+// DefaultMaxConns is ServeOptions.MaxConns's default: 256, or an eighth
+// of the process's file descriptor limit (RLIMIT_NOFILE) if that is less,
+// at least 4. The monitor's clients (a few pages, a Prometheus) need a few
+// connections; the other descriptors stay the run's, for its checkpoints,
+// NATS and slaves, which idle clients could otherwise take them from.
+func DefaultMaxConns() int {
+	n := 256
+	if lim, ok := fileLimit(); ok && lim/8 < uint64(n) {
+		n = int(lim / 8)
+	}
+	return max(n, 4)
+}
+
+// Serve serves h on ln in a goroutine of its own, until Close. It caps the
+// connections open at once, times out slow and idle ones, and refuses with
+// 421 a request whose Host header is not this server's (allowHost says
+// which are). Bound beyond loopback, it logs a warning that other hosts
+// reach the page, with its URLs.
+func Serve(ln net.Listener, h http.Handler, opt ServeOptions) *Server {
+	log := opt.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
+	or := func(d, def time.Duration) time.Duration {
+		if d > 0 {
+			return d
+		}
+		return def
+	}
+	maxConns := opt.MaxConns
+	if maxConns <= 0 {
+		maxConns = DefaultMaxConns()
+	}
+	bound := boundIP(ln)
+	warnExposed(log, ln, bound)
 	s := &Server{
-		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog: log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})},
+		srv: &http.Server{
+			Handler:           checkHost(h, bound, hostName()),
+			ReadHeaderTimeout: or(opt.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+			ReadTimeout:       or(opt.ReadTimeout, DefaultReadTimeout),
+			WriteTimeout:      or(opt.WriteTimeout, DefaultWriteTimeout),
+			IdleTimeout:       or(opt.IdleTimeout, DefaultIdleTimeout),
+			ErrorLog:          log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+		},
 		done: make(chan struct{}),
 	}
+	ln = netutil.LimitListener(ln, maxConns)
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

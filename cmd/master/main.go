@@ -410,7 +410,7 @@ func train(ctx context.Context, name string, fs *flag.FlagSet, o options, stderr
 		if ln == nil {
 			return func() {}
 		}
-		srv := monitor.Serve(ln, h, logger.Named("monitor"))
+		srv := monitor.Serve(ln, h, monitor.ServeOptions{Logger: logger.Named("monitor")})
 		return func() { srv.Close() }
 	}
 	if name == "run" {

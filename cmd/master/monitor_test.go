@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -136,6 +137,50 @@ func TestRunServesMonitor(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	cmd.Wait()
+}
+
+// `master run --http 0.0.0.0:0` warns once that other hosts reach the
+// monitor, and logs and writes a URL of this host that serves the run, not
+// 127.0.0.1's (unless the host has no other address).
+func TestRunWarnsMonitorBeyondLoopback(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "watched.yaml")
+	if err := os.WriteFile(cfg, []byte(longRun), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	cmd, stderr := startMaster(t, "run", "--config", cfg, "--out", out, "--http", "0.0.0.0:0")
+	eventually(t, "monitor.url", func() bool { return readURL(out) != "" })
+	url := readURL(out)
+	var s runStatus
+	eventually(t, "/api/status at "+url, func() bool { return getJSON(url+"/api/status", &s) == nil && s.State != "" })
+	if !strings.Contains(stderr.String(), "watch this run at "+url) {
+		t.Errorf("stderr does not name %s", url)
+	}
+	if n := strings.Count(stderr.String(), "reachable from other hosts"); n != 1 {
+		t.Errorf("stderr warns %d times that other hosts reach the monitor; want once", n)
+	}
+	if hasOther := hostHasOtherAddress(t); hasOther && strings.Contains(url, "127.0.0.1") {
+		t.Errorf("monitor.url = %s; want an address of this host that other hosts reach", url)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+}
+
+// hostHasOtherAddress reports whether this host has an address besides
+// loopback and link-local ones.
+func hostHasOtherAddress(t *testing.T) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.IsGlobalUnicast() {
+			return true
+		}
+	}
+	return false
 }
 
 // `master sweep` serves the grid of its runs; each run, a `master run` of
