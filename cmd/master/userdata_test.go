@@ -268,7 +268,7 @@ func TestBadDataFilesExit(t *testing.T) {
 		}), false, "",
 			`data.scale = "none": the training features (npz`},
 		{"csv ragged", []byte("a,b,c,d,label\n0,0,0,0,1\n0,0,0\n"), true, "", "line 3: 3 fields, want 5"},
-		{"csv not a number", []byte("a,b,c,d,label\n0,0,x,0,1\n"), true, "", `line 2, column 3 (c): "x" is not a number`},
+		{"csv not a number", []byte("a,b,c,d,label\n0,0,x,0,1\n"), true, "", `line 2, column index 2 (c): "x" is not a number`},
 		{"csv label", []byte("a,b,c,d,label\n0,0,0,0,one\n"), true, "", `label "one", want an integer`},
 		{"csv empty", []byte{}, true, "", "empty, want rows of numbers"},
 	} {
