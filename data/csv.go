@@ -175,7 +175,7 @@ func printable(s string) string {
 	return s
 }
 
-// labelIndex finds the label column: a header name, or a number from 0.
+// labelIndex finds the label column: a header name, or a column index from 0.
 func labelIndex(col string, names []string, fields int) (int, error) {
 	if col == "" {
 		return -1, nil
