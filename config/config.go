@@ -67,7 +67,8 @@ type Data struct {
 	TrainLabels string `mapstructure:"train_labels"`
 	TestLabels  string `mapstructure:"test_labels"`
 	// Header says a csv file's first row names its columns; LabelColumn
-	// is the column of the labels (a name, or a number from 0), "" none.
+	// is the column of the labels (a name, or a column index from 0), ""
+	// none.
 	Header      bool   `mapstructure:"header"`
 	LabelColumn string `mapstructure:"label_column"`
 	// Scale is how features are scaled, fitted on the training set:

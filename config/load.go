@@ -94,11 +94,9 @@ func Load(path string, sets []string) (*Config, error) {
 		if err := c.Validate(); err != nil && !errors.As(err, &found) {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
-		// A value already reported was replaced by its stand-in: what
-		// Validate says of it is beside the point.
 		reported := slices.Clone(ps)
 		for _, p := range found {
-			if !slices.ContainsFunc(reported, func(q Problem) bool { return q.Key == p.Key }) {
+			if !slices.ContainsFunc(reported, func(q Problem) bool { return aboutStandIn(p, q) }) {
 				ps = append(ps, p)
 			}
 		}
@@ -112,6 +110,46 @@ func Load(path string, sets []string) (*Config, error) {
 		}
 	}
 	return nil, fmt.Errorf("config %s: %w", path, ps)
+}
+
+// aboutStandIn reports whether Validate's problem p judges the stand-in
+// that replaced the value of the already reported problem q: a value of the
+// same key, the whole list when q is one of its items (its length or items
+// are partly made up), an item of a list q replaced whole, or another key
+// whose reason quotes q's key (k_batches times batch_size). Such a problem
+// would be made up, not found in what the user wrote.
+func aboutStandIn(p, q Problem) bool {
+	if q.Key == "" {
+		return false
+	}
+	pb, qb := baseKey(p.Key), baseKey(q.Key)
+	switch {
+	case p.Key == q.Key:
+		return true
+	case pb == qb && (p.Key == pb || q.Key == qb):
+		return true
+	}
+	return mentionsKey(p.Reason, qb)
+}
+
+// mentionsKey reports whether text names key as a whole word
+// (pretrain.batch_size, not pretrain.batch_size_max).
+func mentionsKey(text, key string) bool {
+	word := func(b byte) bool {
+		return b == '_' || b == '.' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+	}
+	for i := 0; ; {
+		j := strings.Index(text[i:], key)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(key)
+		if (j == 0 || !word(text[j-1])) && (end == len(text) || !word(text[end])) {
+			return true
+		}
+		i = j + 1
+	}
 }
 
 // Default returns the configuration of a file that names nothing, before

@@ -218,3 +218,37 @@ func TestScalarSection(t *testing.T) {
 		"finetune.epochs = -1: must be >= 0",
 	)
 }
+
+// A value of the wrong type is one problem: the stand-in that replaces it
+// so that the other keys are still checked is not judged again as if the
+// user had written it, nor by checks of other keys that use it. Every
+// other problem is still reported.
+func TestWrongTypeOneProblem(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		sets       []string
+		want       []string
+	}{
+		{"string for a list", "dbn: {layers: \"abc\"}\npretrain: {epochs: 0}\n", nil, []string{
+			`dbn.layers[0] = "abc": must be an integer`,
+			"pretrain.epochs = 0: must be >= 1",
+		}},
+		{"--set string for a list", "", []string{"dbn.layers=abc"}, []string{
+			`dbn.layers[0] = "abc" (from --set dbn.layers): must be an integer`,
+		}},
+		{"map for a list", "dbn: {layers: {a: 1}}\ncluster: {slaves: 2}\n", nil, []string{
+			"dbn.layers = map[a:1]: must be a list of integers",
+		}},
+		{"stand-in in another key's check", "pretrain: {batch_size: x, k_batches: 2147483647}\n", nil, []string{
+			`pretrain.batch_size = "x": must be an integer`,
+		}},
+		{"a real item is still checked", "dbn: {layers: [abc, 0]}\n", nil, []string{
+			`dbn.layers[0] = "abc": must be an integer`,
+			"dbn.layers[1] = 0: must be >= 1",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkProblems(t, loadProblems(t, tc.body, tc.sets...), tc.want...)
+		})
+	}
+}

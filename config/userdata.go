@@ -25,9 +25,9 @@ var userKeys = []struct {
 }
 
 // validateUser checks the keys of a data set of one's own: the files its
-// source needs exist (and, for NumPy files, hold as many examples as the
-// limits ask, read from their headers; a bad file is reported when it is
-// loaded), labels where fine-tuning needs them, and no key that the source
+// source needs exist (and hold as many examples as the limits ask: read
+// from the headers of NumPy files, counted in CSV files; a bad file is
+// reported when it is loaded), labels where fine-tuning needs them, and no key that the source
 // does not read.
 func (c *Config) validateUser() Problems {
 	var ps Problems
@@ -112,8 +112,20 @@ func (c *Config) validateUser() Problems {
 			}
 		}
 	case CSV:
-		file("data.train", d.Train)
-		file("data.test", d.Test)
+		okTrain, okTest := file("data.train", d.Train), file("data.test", d.Test)
+		// Rows are counted up to the limit, no further than loading reads.
+		for _, l := range []struct {
+			key, path, what string
+			ok              bool
+			limit           int
+		}{{"data.train_limit", d.Train, "examples", okTrain, d.TrainLimit}, {"data.test_limit", d.Test, "test examples", okTest, d.TestLimit}} {
+			if !l.ok || l.limit <= 0 {
+				continue
+			}
+			if n, err := data.CSVRows(l.path, d.Header, l.limit); err == nil && n < l.limit {
+				bad(l.key, l.limit, "must be at most %d, the %s of csv file %s (0 keeps all)", n, l.what, l.path)
+			}
+		}
 		if finetune && d.LabelColumn == "" {
 			bad("finetune.epochs", c.Finetune.Epochs, "%s: set data.label_column", preOnly)
 		}

@@ -62,6 +62,10 @@ func TestUserDataKeys(t *testing.T) {
 	if err := os.WriteFile(csv, []byte("1,2\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	csv3 := filepath.Join(dir, "three.csv")
+	if err := os.WriteFile(csv3, []byte("\xef\xbb\xbfa,y\n1,0\n2,1\n3,0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	missing := filepath.Join(dir, "none.npz")
 	for _, tt := range []struct {
 		name, body string
@@ -87,6 +91,10 @@ func TestUserDataKeys(t *testing.T) {
 		{"csv", "data: {source: csv, train: " + csv + ", test: " + csv + ", header: true, label_column: y}\n", nil},
 		{"csv no label column", "data: {source: csv, train: " + csv + ", test: " + csv + "}\n",
 			[]string{"finetune.epochs = 10 (default): fine-tuning needs labels (finetune.epochs: 0 pre-trains only): set data.label_column"}},
+		{"csv limits", "data: {source: csv, train: " + csv3 + ", test: " + csv + ", header: true, label_column: y, train_limit: 4, test_limit: 1}\n",
+			[]string{"data.train_limit = 4: must be at most 3, the examples of csv file " + csv3 + " (0 keeps all)",
+				"data.test_limit = 1: must be at most 0, the test examples of csv file " + csv + " (0 keeps all)"}},
+		{"csv limits as rows", "data: {source: csv, train: " + csv3 + ", test: " + csv3 + ", header: true, label_column: y, train_limit: 3, test_limit: 3}\n", nil},
 		{"keys of another source", "data: {source: synthetic, path: x.npz, label_column: y, header: true}\n",
 			[]string{`data.path = "x.npz": is read only with data.source npz (data.source is synthetic)`,
 				`data.label_column = "y": is read only with data.source csv (data.source is synthetic)`,

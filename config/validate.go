@@ -213,7 +213,7 @@ func (c *Config) Validate() error {
 	}
 	atLeast("cluster.slaves", cl.Slaves, 0)
 	if rbms := len(c.DBN.Layers) - 1; cl.Slaves > 0 && cl.Slaves < rbms {
-		bad("cluster.slaves", cl.Slaves, "the DBN has %d RBMs and each needs its own slave", rbms)
+		bad("cluster.slaves", cl.Slaves, "the DBN of dbn.layers has %d RBMs and each needs its own slave", rbms)
 	}
 	if cl.JoinTimeout <= 0 {
 		bad("cluster.join_timeout", cl.JoinTimeout, "must be a duration > 0, like 60s")

@@ -1,6 +1,8 @@
 package data
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -16,11 +18,13 @@ import (
 type CSVOptions struct {
 	// Header says the first row names the columns.
 	Header bool
-	// DetectHeader takes the first row for a header when any of its fields
-	// is not a number (Header is then ignored).
+	// DetectHeader takes the first row for a header when none of its
+	// fields is a number (Header is then ignored). A first row that holds
+	// a number is data, so that a data row with a bad field is reported,
+	// never dropped as a header.
 	DetectHeader bool
 	// LabelColumn is the column that holds the labels: a name of the
-	// header row, or a column number counted from 0. "" means no labels:
+	// header row, or a column index counted from 0. "" means no labels:
 	// every column is a feature.
 	LabelColumn string
 }
@@ -31,15 +35,37 @@ type csvTable struct {
 	x          []float32
 	labels     []int64
 	rows, cols int
+	// header is the header row's names, nil when the first row is data.
+	header []string
+}
+
+// utf8BOM is the byte-order mark some programs (Excel, PowerShell, Notepad)
+// put before UTF-8 text; it is no part of the first field.
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// skipBOM returns r without a leading UTF-8 byte-order mark.
+func skipBOM(r io.Reader) io.Reader {
+	br := bufio.NewReader(r)
+	if b, err := br.Peek(len(utf8BOM)); err == nil && bytes.Equal(b, utf8BOM) {
+		br.Discard(len(utf8BOM))
+	}
+	return br
+}
+
+// isNumber reports whether a CSV field spells a number.
+func isNumber(f string) bool {
+	_, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+	return err == nil || errors.Is(err, strconv.ErrRange)
 }
 
 // readCSV decodes CSV from r, streaming: one record at a time. Every field
 // but the label column's must be a finite number (in float32 too); labels
-// must be integers; every row must have as many fields as the first.
-// limit > 0 stops after limit rows. Errors are one line naming the line and
-// column but not the file.
+// must be integers; every row must have as many fields as the first. A
+// leading UTF-8 byte-order mark is skipped. limit > 0 stops after limit
+// rows. Errors are one line naming the line and column (an index from 0,
+// as LabelColumn counts) but not the file.
 func readCSV(r io.Reader, opt CSVOptions, limit int) (*csvTable, error) {
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(skipBOM(r))
 	cr.ReuseRecord = true
 	cr.TrimLeadingSpace = true
 	cr.FieldsPerRecord = 0 // the first record sets it
@@ -58,22 +84,26 @@ func readCSV(r io.Reader, opt CSVOptions, limit int) (*csvTable, error) {
 				if errors.Is(pe.Err, csv.ErrFieldCount) {
 					return nil, malformedf("line %d: %d fields, want %d as in the first row", pe.StartLine, len(rec), cr.FieldsPerRecord)
 				}
-				return nil, malformedf("line %d, column %d: %v", pe.StartLine, pe.Column, pe.Err)
+				return nil, malformedf("line %d, byte %d: %v", pe.StartLine, pe.Column, pe.Err)
 			}
 			return nil, err
 		}
 		line, _ := cr.FieldPos(0)
+		// hint says why a bad first row was taken as data.
+		hint := ""
 		if first {
 			first = false
 			header := opt.Header
 			if opt.DetectHeader {
-				header = slices.ContainsFunc(rec, func(f string) bool {
-					_, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-					return err != nil
-				})
+				header = !slices.ContainsFunc(rec, isNumber)
 			}
 			if header {
 				names = slices.Clone(rec)
+				t.header = names
+			} else if opt.DetectHeader {
+				hint = " (the first row holds numbers, so it is data: a header row names every column)"
+			} else {
+				hint = " (the first row is data: is it a header?)"
 			}
 			if label, err = labelIndex(opt.LabelColumn, names, len(rec)); err != nil {
 				return nil, err
@@ -99,18 +129,21 @@ func readCSV(r io.Reader, opt CSVOptions, limit int) (*csvTable, error) {
 					}
 				}
 				if err != nil {
-					return nil, malformedf("line %d, column %d%s: label %q, want an integer", line, j+1, colName(names, j), f)
+					if isNumber(f) {
+						hint = ""
+					}
+					return nil, malformedf("line %d, %s: label %q, want an integer%s", line, colName(names, j), f, hint)
 				}
 				t.labels = append(t.labels, l)
 				continue
 			}
 			v, err := strconv.ParseFloat(f, 64)
 			if err != nil && !errors.Is(err, strconv.ErrRange) {
-				return nil, malformedf("line %d, column %d%s: %q is not a number", line, j+1, colName(names, j), f)
+				return nil, malformedf("line %d, %s: %q is not a number%s", line, colName(names, j), f, hint)
 			}
 			x := float32(v)
 			if math.IsNaN(v) || math.IsInf(float64(x), 0) {
-				return nil, malformedf("line %d, column %d%s: %q, want a finite number (float32)", line, j+1, colName(names, j), f)
+				return nil, malformedf("line %d, %s: %q, want a finite number (float32)", line, colName(names, j), f)
 			}
 			t.x = append(t.x, x)
 		}
@@ -122,12 +155,13 @@ func readCSV(r io.Reader, opt CSVOptions, limit int) (*csvTable, error) {
 	return t, nil
 }
 
-// colName is " (name)" for column j of a header, or "".
+// colName names column j: "column index j", with " (name)" from a header.
+// The index counts from 0, as a label column's number does.
 func colName(names []string, j int) string {
 	if j < len(names) {
-		return fmt.Sprintf(" (%s)", printable(names[j]))
+		return fmt.Sprintf("column index %d (%s)", j, printable(names[j]))
 	}
-	return ""
+	return fmt.Sprintf("column index %d", j)
 }
 
 // printable is s, or s quoted when it holds anything but printable
@@ -141,7 +175,7 @@ func printable(s string) string {
 	return s
 }
 
-// labelIndex finds the label column: a header name, or a number from 0.
+// labelIndex finds the label column: a header name, or a column index from 0.
 func labelIndex(col string, names []string, fields int) (int, error) {
 	if col == "" {
 		return -1, nil
@@ -154,9 +188,9 @@ func labelIndex(col string, names []string, fields int) (int, error) {
 	case err == nil && i >= 0 && i < fields:
 		return i, nil
 	case err == nil:
-		return -1, malformedf("label column %d: the rows have %d columns (numbered from 0)", i, fields)
+		return -1, malformedf("label column index %d: the rows have %d columns, indices 0..%d", i, fields, fields-1)
 	case names == nil:
-		return -1, malformedf("label column %q: without a header row the label column must be a number (0 = the first)", col)
+		return -1, malformedf("label column %q: without a header row the label column must be a column index (0 = the first)", col)
 	}
 	shown := make([]string, len(names))
 	for i, n := range names {
@@ -177,4 +211,32 @@ func readCSVFile(path string, opt CSVOptions, limit int) (*csvTable, error) {
 		return nil, fmt.Errorf("csv file %s: %w", path, err)
 	}
 	return t, nil
+}
+
+// CSVRows counts the data rows of the CSV file at path, not its header row
+// when header is set, stopping at limit (limit <= 0: all): how many examples a
+// limit may keep at most, without decoding the values. A file that cannot
+// be read gives an error, as its loader would.
+func CSVRows(path string, header bool, limit int) (int, error) {
+	f, _, err := openFile(path, "a CSV file")
+	if err != nil {
+		return 0, fmt.Errorf("csv file %s: %w", path, err)
+	}
+	defer f.Close()
+	cr := csv.NewReader(skipBOM(f))
+	cr.ReuseRecord = true
+	cr.FieldsPerRecord = -1 // the loader reports ragged rows
+	n := 0
+	if header {
+		n = -1
+	}
+	for limit <= 0 || n < limit {
+		if _, err := cr.Read(); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return 0, fmt.Errorf("csv file %s: %w", path, err)
+		}
+		n++
+	}
+	return max(n, 0), nil
 }

@@ -40,6 +40,9 @@ type Features struct {
 	Rows, Dim int
 	// Name says where they came from, for errors.
 	Name string
+	// Header is a CSV file's header row, nil when its first row is data
+	// (or for NumPy files): what the caller may say it decided.
+	Header []string
 }
 
 // ReadFeatures reads the examples at path: a .npy file, the array name of
@@ -69,7 +72,7 @@ func ReadFeatures(path, name string, opt CSVOptions, stdin io.Reader) (*Features
 		if err != nil {
 			return nil, err
 		}
-		return &Features{X: t.x, Rows: t.rows, Dim: t.cols, Name: what}, nil
+		return &Features{X: t.x, Rows: t.rows, Dim: t.cols, Name: what, Header: t.header}, nil
 	case ext == ".npy":
 		a, err := readNPYFile(path, arrayWant{})
 		if err != nil {

@@ -505,15 +505,15 @@ func TestLoadCSV(t *testing.T) {
 		want       string
 	}{
 		{"empty", "", CSVOptions{}, "empty, want rows of numbers"},
-		{"not a number", "1,2\n3,x\n", CSVOptions{}, `line 2, column 2: "x" is not a number`},
-		{"NaN", "a,b\n1,NaN\n", CSVOptions{Header: true}, `line 2, column 2 (b): "NaN", want a finite number`},
+		{"not a number", "1,2\n3,x\n", CSVOptions{}, `line 2, column index 1: "x" is not a number`},
+		{"NaN", "a,b\n1,NaN\n", CSVOptions{Header: true}, `line 2, column index 1 (b): "NaN", want a finite number`},
 		{"beyond float32", "1,1e39\n", CSVOptions{}, `"1e39", want a finite number (float32)`},
 		{"ragged", "1,2\n3\n", CSVOptions{}, "line 2: 1 fields, want 2 as in the first row"},
-		{"label not an integer", "1,0.5\n", CSVOptions{LabelColumn: "1"}, `line 1, column 2: label "0.5", want an integer`},
+		{"label not an integer", "1,0.5\n", CSVOptions{LabelColumn: "1"}, `line 1, column index 1: label "0.5", want an integer`},
 		{"no such label column", "a,b\n1,2\n", CSVOptions{Header: true, LabelColumn: "y"}, `label column "y" is not in the header row (a, b)`},
-		{"label column by name without header", "1,2\n", CSVOptions{LabelColumn: "y"}, "without a header row the label column must be a number"},
-		{"label column beyond", "1,2\n", CSVOptions{LabelColumn: "2"}, "label column 2: the rows have 2 columns"},
-		{"quote", "1,\"2\n", CSVOptions{}, "line 1, column"},
+		{"label column by name without header", "1,2\n", CSVOptions{LabelColumn: "y"}, "without a header row the label column must be a column index"},
+		{"label column beyond", "1,2\n", CSVOptions{LabelColumn: "2"}, "label column index 2: the rows have 2 columns, indices 0..1"},
+		{"quote", "1,\"2\n", CSVOptions{}, "line 1, byte"},
 	} {
 		path := p(strings.ReplaceAll(tt.name, " ", "_")+".csv", tt.text)
 		_, _, err := LoadCSV(path, te, tt.opt, 0, 0)

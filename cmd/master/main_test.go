@@ -158,7 +158,7 @@ func TestBadInput(t *testing.T) {
 		{"missing data dir", []string{"--config", write("dir.yaml", "data:\n  dir: /nonexistent/fmnist\n")}, nil, []string{"dir.yaml", `data.dir = "/nonexistent/fmnist"`}},
 		{"bad nats url", []string{"--config", write("url.yaml", "cluster:\n  nats_url: localhost\n")}, nil, []string{"url.yaml", `cluster.nats_url = "localhost"`}},
 		{"bad duration", []string{"--config", write("dur.yaml", "cluster:\n  join_timeout: soon\n")}, nil, []string{"dur.yaml", "cluster.join_timeout", "soon"}},
-		{"fewer slaves than RBMs", []string{"--config", write("slaves.yaml", "cluster:\n  slaves: 2\n")}, nil, []string{"slaves.yaml", "cluster.slaves = 2", "the DBN has 3 RBMs and each needs its own slave"}},
+		{"fewer slaves than RBMs", []string{"--config", write("slaves.yaml", "cluster:\n  slaves: 2\n")}, nil, []string{"slaves.yaml", "cluster.slaves = 2", "the DBN of dbn.layers has 3 RBMs and each needs its own slave"}},
 		{"zero credits", []string{"--config", write("credits.yaml", "cluster:\n  credits: 0\n")}, nil, []string{"credits.yaml", "cluster.credits = 0", ">= 1"}},
 		{"negative checkpoint cadence", []string{"--config", write("every.yaml", "reliability:\n  checkpoint_every: -1\n")}, nil, []string{"every.yaml", "reliability.checkpoint_every = -1", ">= 0"}},
 		{"zero lost_after", []string{"--config", write("lost.yaml", "reliability:\n  lost_after: 0s\n")}, nil, []string{"lost.yaml", "reliability.lost_after", "must be a duration > 0"}},

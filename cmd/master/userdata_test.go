@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -268,7 +269,7 @@ func TestBadDataFilesExit(t *testing.T) {
 		}), false, "",
 			`data.scale = "none": the training features (npz`},
 		{"csv ragged", []byte("a,b,c,d,label\n0,0,0,0,1\n0,0,0\n"), true, "", "line 3: 3 fields, want 5"},
-		{"csv not a number", []byte("a,b,c,d,label\n0,0,x,0,1\n"), true, "", `line 2, column 3 (c): "x" is not a number`},
+		{"csv not a number", []byte("a,b,c,d,label\n0,0,x,0,1\n"), true, "", `line 2, column index 2 (c): "x" is not a number`},
 		{"csv label", []byte("a,b,c,d,label\n0,0,0,0,one\n"), true, "", `label "one", want an integer`},
 		{"csv empty", []byte{}, true, "", "empty, want rows of numbers"},
 	} {
@@ -300,7 +301,7 @@ func TestBadDataFilesExit(t *testing.T) {
 		})
 	}
 	// Bad input to predict and transform.
-	out, _ := runTiny(t, dir)
+	out, _ := runTiny(t, dir, 0)
 	good := filepath.Join(dir, "good.npy")
 	if err := os.WriteFile(good, x(3, 4), 0o644); err != nil {
 		t.Fatal(err)
@@ -325,8 +326,10 @@ func TestBadDataFilesExit(t *testing.T) {
 	}
 }
 
-// runTiny pre-trains a 4-3-2 DBN, without fine-tuning, on a tiny npz.
-func runTiny(t *testing.T, dir string) (string, string) {
+// runTiny pre-trains a 4-3-2 DBN on a tiny npz, and fine-tunes it for
+// finetune epochs (0: none; else the npz has labels 0 and 1). It returns
+// the run's folder and the npz.
+func runTiny(t *testing.T, dir string, finetune int) (string, string) {
 	t.Helper()
 	var b bytes.Buffer
 	w := zip.NewWriter(&b)
@@ -338,6 +341,16 @@ func runTiny(t *testing.T, dir string) (string, string) {
 		if err == nil {
 			err = data.WriteNPY(f, []int{a.rows, 4}, make([]float32, a.rows*4))
 		}
+		if err == nil && finetune > 0 {
+			labels := make([]int64, a.rows)
+			for i := range labels {
+				labels[i] = int64(i % 2)
+			}
+			f, err = w.Create("y" + strings.TrimPrefix(a.name, "x") + ".npy")
+			if err == nil {
+				err = data.WriteNPY(f, []int{a.rows}, labels)
+			}
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -345,13 +358,15 @@ func runTiny(t *testing.T, dir string) (string, string) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "tiny.npz")
-	cfg := filepath.Join(dir, "tiny.yaml")
-	out := filepath.Join(dir, "tiny-run")
+	name := fmt.Sprintf("tiny-ft%d", finetune)
+	path := filepath.Join(dir, name+".npz")
+	cfg := filepath.Join(dir, name+".yaml")
+	out := filepath.Join(dir, name+"-run")
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	body := "data: {source: npz, path: " + path + "}\ndbn: {layers: [4, 3, 2]}\npretrain: {mode: greedy, epochs: 1, batch_size: 2}\nfinetune: {epochs: 0}\n"
+	body := "data: {source: npz, path: " + path + "}\ndbn: {layers: [4, 3, 2]}\npretrain: {mode: greedy, epochs: 1, batch_size: 2}\n" +
+		fmt.Sprintf("finetune: {epochs: %d, batch_size: 2}\n", finetune)
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
