@@ -54,12 +54,22 @@ func CheckLimits(cfg *config.Config, log hclog.Logger) error {
 		return err
 	}
 	replicas := explicitReplicas(cfg)
-	est := estimateRun(cfg, replicas)
 	lim, ok := memlimit.Here()
-	if err := est.check(cfg, lim, ok, log); err != nil {
-		return err
+	return checkRun(cfg, estimateRun(cfg, replicas), replicas, lim, ok, log)
+}
+
+// checkRun refuses a run of estimate est, with stage replicas (nil: none),
+// that needs more memory than lim (known: ok), or whose messages its
+// transport cannot carry. A run that fits logs its estimate, and its
+// warning if any, only once its messages passed too: a refusal stays one
+// line on stderr.
+func checkRun(cfg *config.Config, est runEstimate, replicas []int, lim memlimit.Limit, ok bool, log hclog.Logger) error {
+	if !ok || est.total() <= lim.Bytes {
+		if err := checkMessages(cfg, replicas); err != nil {
+			return err
+		}
 	}
-	return checkMessages(cfg, replicas)
+	return est.check(cfg, lim, ok, log)
 }
 
 // checkPlanned is CheckLimits once the local slaves' plan lay is known:
@@ -77,10 +87,7 @@ func checkPlanned(cfg *config.Config, lay *layout, log hclog.Logger) error {
 		return nil
 	}
 	lim, ok := memlimit.Here()
-	if err := estimateRun(cfg, replicas).check(cfg, lim, ok, log); err != nil {
-		return err
-	}
-	return checkMessages(cfg, replicas)
+	return checkRun(cfg, estimateRun(cfg, replicas), replicas, lim, ok, log)
 }
 
 // checkSlaves refuses, before the data is loaded and before anything is

@@ -317,3 +317,35 @@ func TestCheckMessagesAtOnce(t *testing.T) {
 		t.Errorf("in memory: %v; want nil", err)
 	}
 }
+
+// TestCheckRunOneLine: a run that fits the memory but not its messages is
+// refused without the estimate's warning before it: one line on stderr.
+func TestCheckRunOneLine(t *testing.T) {
+	t.Parallel()
+	cfg := loadConfig(t, "data: {source: synthetic, train_limit: 256, test_limit: 10}\ndbn: {layers: [784, 20000]}\npretrain: {mode: pipelined}\n", "cluster.plan=1x8")
+	est := estimateRun(cfg, []int{8})
+	// More than half of it: a run that passed would be warned about.
+	lim := memlimit.Limit{Bytes: est.total() + est.total()/2, From: memlimit.MemAvailable}
+	var logged strings.Builder
+	log := hclog.New(&hclog.LoggerOptions{Output: &logged, Level: hclog.Warn})
+	oneLine(t, checkRun(cfg, est, []int{8}, lim, true, log), "the checkpoints the master may receive at once from its 8 slaves")
+	if logged.Len() > 0 {
+		t.Errorf("checkRun logged before its refusal:\n%s", logged.String())
+	}
+	// What does not fit the memory is refused for that, as before.
+	lim.Bytes = est.total() / 2
+	oneLine(t, checkRun(cfg, est, []int{8}, lim, true, log), "dbn.layers = [784, 20000]: RBM_1's slave (784x20000) needs about ")
+}
+
+// TestCheckPlannedSlaves: a plan made by cluster.plan = auto is held to
+// pipeline.MaxSlaves once it is known: 3 RBMs in one group on 43 replicas
+// are 129 slaves.
+func TestCheckPlannedSlaves(t *testing.T) {
+	t.Parallel()
+	cfg := loadConfig(t, "data: {source: synthetic, train_limit: 256, test_limit: 10}\ndbn: {layers: [16, 8, 8, 8]}\npretrain: {mode: pipelined}\n")
+	lay := &layout{}
+	for k := range 43 {
+		lay.procs = append(lay.procs, proc{first: 1, last: 3, replica: k, replicas: 43})
+	}
+	oneLine(t, checkPlanned(cfg, lay, nil), `cluster.plan = "auto": the plan 1-3x43 has 129 slaves (one per RBM of each process), more than the 128 one run may have`)
+}
