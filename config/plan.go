@@ -40,17 +40,19 @@ func (cl Cluster) StageGroups(rbms int) ([]StageGroup, error) {
 		if !isRange {
 			last = first
 		}
-		a, errA := strconv.Atoi(strings.TrimSpace(first))
-		b, errB := strconv.Atoi(strings.TrimSpace(last))
-		r, errR := 1, error(nil)
+		a, okA := planCount(first)
+		b, okB := planCount(last)
+		r, okR := 1, true
 		if replicated {
-			r, errR = strconv.Atoi(strings.TrimSpace(times))
+			r, okR = planCount(times)
 		}
 		switch {
-		case errA != nil || errB != nil:
+		case signed(first, last, times):
+			return nil, fmt.Errorf("%s: group %q: RBMs and replicas are plain numbers, without a sign", want, part)
+		case !okA || !okB:
 			return nil, fmt.Errorf("%s: %q is no RBM or range of RBMs", want, part)
-		case errR != nil || r < 1:
-			return nil, fmt.Errorf("%s: group %q: %q is no number of replicas >= 1", want, part, times)
+		case !okR || r < 1:
+			return nil, fmt.Errorf("%s: group %q: %q is no number of replicas in [1, %d]", want, part, times, MaxSize)
 		case a != next:
 			return nil, fmt.Errorf("%s: group %q starts at RBM %d, want %d", want, part, a, next)
 		case b < a || b > rbms:
@@ -63,6 +65,29 @@ func (cl Cluster) StageGroups(rbms int) ([]StageGroup, error) {
 		return nil, fmt.Errorf("%s: RBMs %d to %d are in no group", want, next, rbms)
 	}
 	return groups, nil
+}
+
+// planCount reads a number of cluster.plan: decimal digits alone (around
+// them spaces), at most MaxSize, so that no sum or product of a plan's
+// numbers overflows.
+func planCount(s string) (int, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.Trim(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil && n <= MaxSize
+}
+
+// signed reports whether one of a group's numbers has a sign, which
+// strconv would take but a plan does not.
+func signed(nums ...string) bool {
+	for _, s := range nums {
+		if s = strings.TrimSpace(s); s != "" && (s[0] == '+' || s[0] == '-') {
+			return true
+		}
+	}
+	return false
 }
 
 // Processes returns the local slave processes groups take: one per

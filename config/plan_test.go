@@ -9,13 +9,14 @@ import (
 func TestStageGroups(t *testing.T) {
 	t.Parallel()
 	good := map[string][]StageGroup{
-		PlanAuto:      nil,
-		PlanOnePerRBM: nil,
-		"1-2,3":       {{1, 2, 1}, {3, 3, 1}},
-		"1,2,3":       {{1, 1, 1}, {2, 2, 1}, {3, 3, 1}},
-		" 1 - 3 ":     {{1, 3, 1}},
-		"1-2,3x2":     {{1, 2, 1}, {3, 3, 2}},
-		"1-3 x 4":     {{1, 3, 4}},
+		PlanAuto:           nil,
+		PlanOnePerRBM:      nil,
+		"1-2,3":            {{1, 2, 1}, {3, 3, 1}},
+		"1,2,3":            {{1, 1, 1}, {2, 2, 1}, {3, 3, 1}},
+		" 1 - 3 ":          {{1, 3, 1}},
+		"1-2,3x2":          {{1, 2, 1}, {3, 3, 2}},
+		"1-3 x 4":          {{1, 3, 4}},
+		"1x2147483647,2-3": {{1, 1, 2147483647}, {2, 3, 1}},
 	}
 	for plan, want := range good {
 		got, err := Cluster{Plan: plan}.StageGroups(3)
@@ -31,8 +32,18 @@ func TestStageGroups(t *testing.T) {
 		"1,1-3":  `group "1-3" starts at RBM 1, want 2`,
 		"1-4":    `group "1-4" ends at RBM 4`,
 		"1-2,":   `"" is no RBM or range of RBMs`,
-		"1-3x0":  `group "1-3x0": "0" is no number of replicas >= 1`,
-		"1-3x":   `group "1-3x": "" is no number of replicas >= 1`,
+		"1-3x0":  `group "1-3x0": "0" is no number of replicas in [1, 2147483647]`,
+		"1-3x":   `group "1-3x": "" is no number of replicas in [1, 2147483647]`,
+		// Counts that would overflow a sum of processes or slaves.
+		"1x9223372036854775807,2-3":  `group "1x9223372036854775807": "9223372036854775807" is no number of replicas in [1, 2147483647]`,
+		"1x2147483648,2-3":           `group "1x2147483648": "2147483648" is no number of replicas in [1, 2147483647]`,
+		"1x99999999999999999999,2-3": `group "1x99999999999999999999": "99999999999999999999" is no number of replicas in [1, 2147483647]`,
+		// strconv takes signs; a plan does not.
+		"+1x2,2,3": `group "+1x2": RBMs and replicas are plain numbers, without a sign`,
+		"1x+4,2-3": `group "1x+4": RBMs and replicas are plain numbers, without a sign`,
+		"1-+2,3":   `group "1-+2": RBMs and replicas are plain numbers, without a sign`,
+		"1,2x-1,3": `group "2x-1": RBMs and replicas are plain numbers, without a sign`,
+		"1x2 2,3":  `group "1x2 2": "2 2" is no number of replicas in [1, 2147483647]`,
 	}
 	for plan, reason := range bad {
 		if _, err := (Cluster{Plan: plan}).StageGroups(3); err == nil || err.Error() != want+reason {

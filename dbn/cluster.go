@@ -60,7 +60,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		if lay, err = layoutLocal(cfg, stageCfgs, train.N); err != nil {
 			return nil, err
 		}
-		if err := checkPlanned(cfg, lay.replicas(), log); err != nil {
+		if err := checkPlanned(cfg, lay, log); err != nil {
 			return nil, err
 		}
 		log.Info("plan of the local slaves (cluster.plan = " + cfg.Cluster.Plan + "):\n" + lay.plan.String())

@@ -26,11 +26,14 @@ import (
 // Message limits. natsMaxMessage is the longest message a NATS endpoint
 // takes in (natsnet's reassemblers have the default limits); a longer one
 // is dropped as unreadable, and a run whose weights are dropped so never
-// ends. codecMaxBody is the longest body the wire codec encodes (a uint32
+// ends. natsMaxPending is what a NATS server holds for the master's
+// connection of the messages arriving from all its slaves at once (its
+// max_pending: beyond it the server cuts the master off as a slow consumer). codecMaxBody is the longest body the wire codec encodes (a uint32
 // length): an in-memory run encodes its checkpoints and weights into its
 // store.
 const (
 	natsMaxMessage = messages.DefaultMaxMessage
+	natsMaxPending = messages.DefaultMaxPending
 	codecMaxBody   = math.MaxUint32
 )
 
@@ -48,24 +51,116 @@ func CheckLimits(cfg *config.Config, log hclog.Logger) error {
 	if len(cfg.DBN.Layers) < 2 {
 		return nil // no DBN to estimate: Validate refuses it
 	}
-	est := estimateRun(cfg, nil)
-	lim, ok := memlimit.Here()
-	if err := est.check(cfg, lim, ok, log); err != nil {
+	if err := checkSlaves(cfg); err != nil {
 		return err
 	}
-	return checkMessages(cfg)
+	replicas := explicitReplicas(cfg)
+	lim, ok := memlimit.Here()
+	return checkRun(cfg, estimateRun(cfg, replicas), replicas, lim, ok, log)
 }
 
-// checkPlanned is CheckLimits once the local slaves' plan is known, for a
-// plan with stage replicas (replicas[i-1]: RBM_i's): each replica is a
-// slave process of its own, and the master holds their checkpoints and
+// checkRun refuses a run of estimate est, with stage replicas (nil: none),
+// that needs more memory than lim (known: ok), or whose messages its
+// transport cannot carry. A run that fits logs its estimate, and its
+// warning if any, only once its messages passed too: a refusal stays one
+// line on stderr.
+func checkRun(cfg *config.Config, est runEstimate, replicas []int, lim memlimit.Limit, ok bool, log hclog.Logger) error {
+	if !ok || est.total() <= lim.Bytes {
+		if err := checkMessages(cfg, replicas); err != nil {
+			return err
+		}
+	}
+	return est.check(cfg, lim, ok, log)
+}
+
+// checkPlanned is CheckLimits once the local slaves' plan lay is known:
+// the slaves it names, and for a plan with stage replicas (replicas[i-1]:
+// RBM_i's) their memory and messages: each replica is a slave process of
+// its own, and the master holds and receives their checkpoints and
 // averages.
-func checkPlanned(cfg *config.Config, replicas []int, log hclog.Logger) error {
+func checkPlanned(cfg *config.Config, lay *layout, log hclog.Logger) error {
+	if n := len(lay.allNames()); n > pipeline.MaxSlaves {
+		return fmt.Errorf("config %s: cluster.plan = %q: the plan %s has %d slaves (one per RBM of each process), more than the %d one run may have; lower cluster.max_replicas or cluster.local_slaves",
+			cfg.File, cfg.Cluster.Plan, lay.groupsText(), n, pipeline.MaxSlaves)
+	}
+	replicas := lay.replicas()
 	if len(replicas) == 0 || slices.Max(replicas) <= 1 {
 		return nil
 	}
 	lim, ok := memlimit.Here()
-	return estimateRun(cfg, replicas).check(cfg, lim, ok, log)
+	return checkRun(cfg, estimateRun(cfg, replicas), replicas, lim, ok, log)
+}
+
+// checkSlaves refuses, before the data is loaded and before anything is
+// allocated by them, a pipelined run of more slaves than
+// pipeline.MaxSlaves: slaves by hand for the embedded server's identities,
+// or local slaves by the count that decides them (cluster.plan's groups
+// and replicas, cluster.local_slaves, cluster.machine_cpus, or one per RBM
+// of dbn.layers). An auto plan's own count is known once it is made
+// (checkPlanned).
+func checkSlaves(cfg *config.Config) error {
+	cl := cfg.Cluster
+	rbms := len(cfg.DBN.Layers) - 1
+	if cfg.Pretrain.Mode != config.Pipelined || cl.Transport != config.NATS || rbms < 1 {
+		return nil
+	}
+	const most = pipeline.MaxSlaves
+	refuse := func(key string, val any, n int, what string) error {
+		return fmt.Errorf("config %s: %s = %v: %d %s, more than the %d slaves one run may have", cfg.File, key, val, n, what, most)
+	}
+	if cl.Slaves > 0 {
+		if cl.NatsURL == "" && cl.Slaves > most {
+			return refuse("cluster.slaves", cl.Slaves, cl.Slaves, "slaves, each with its own identity on the embedded NATS server")
+		}
+		return nil
+	}
+	groups, err := cl.StageGroups(rbms)
+	switch {
+	case err != nil:
+		return nil // Validate reports it
+	case groups != nil:
+		if n := groupSlaves(groups); n > most {
+			return refuse("cluster.plan", fmt.Sprintf("%q", cl.Plan), n, "local slaves (one per RBM of each stage group, on each of its replicas)")
+		}
+	case len(cl.MachineCPUs) > most:
+		return refuse("cluster.machine_cpus", fmt.Sprintf("[%d machines]", len(cl.MachineCPUs)), len(cl.MachineCPUs), "local slave processes")
+	case cl.LocalSlaves > most:
+		return refuse("cluster.local_slaves", cl.LocalSlaves, cl.LocalSlaves, "local slave processes")
+	}
+	if rbms > most {
+		return refuse("dbn.layers", layersText(cfg.DBN.Layers), rbms, "RBMs, each with a local slave of its own")
+	}
+	return nil
+}
+
+// groupSlaves is the slaves of stage groups: one per RBM of each group on
+// each of its replicas, saturating rather than overflowing.
+func groupSlaves(groups []config.StageGroup) int {
+	var n int64
+	for _, g := range groups {
+		n = satAdd(n, satMul(int64(g.Last-g.First+1), int64(g.Replicas)))
+	}
+	return int(min(n, math.MaxInt))
+}
+
+// explicitReplicas returns the stage replicas of each RBM (RBM_i's at
+// i-1) of an explicit cluster.plan, known before any planning; nil for
+// auto, one-per-rbm, and runs without local slaves.
+func explicitReplicas(cfg *config.Config) []int {
+	if cfg.Pretrain.Mode != config.Pipelined || checkSlaves(cfg) != nil {
+		return nil
+	}
+	groups, err := cfg.Cluster.StageGroups(len(cfg.DBN.Layers) - 1)
+	if err != nil {
+		return nil
+	}
+	var rs []int
+	for _, g := range groups {
+		for i := g.First; i <= g.Last; i++ {
+			rs = append(rs, g.Replicas)
+		}
+	}
+	return rs
 }
 
 // runEstimate is the memory of a run on this machine.
@@ -365,8 +460,11 @@ func (e runEstimate) check(cfg *config.Config, lim memlimit.Limit, ok bool, log 
 // checkMessages refuses a pipelined run that must send a message longer
 // than its transport carries: over NATS a window, a checkpoint or an RBM's
 // weights longer than natsMaxMessage; in memory a checkpoint or weights
-// whose encoding for the store exceeds codecMaxBody.
-func checkMessages(cfg *config.Config) error {
+// whose encoding for the store exceeds codecMaxBody. Over NATS it refuses
+// too a run whose slaves (replicas[i-1] of RBM_i; nil: one each) may send
+// the master more at once than it holds for messages arriving
+// (natsMaxPending): those beyond it evict each other and never arrive.
+func checkMessages(cfg *config.Config, replicas []int) error {
 	if cfg.Pretrain.Mode != config.Pipelined {
 		return nil
 	}
@@ -379,27 +477,60 @@ func checkMessages(cfg *config.Config) error {
 	// A message's fields besides its arrays (the reconstruction error of
 	// every epoch among them).
 	head := 512 + 8*int64(cfg.Pretrain.Epochs)
+	var atOnce int64 // what the slaves may send the master at once
 	for _, s := range StageConfigs(cfg) {
 		size := fmt.Sprintf("RBM_%d (%dx%d)", s.Index, s.Visible, s.Hidden)
 		params := pipeline.Float32Bytes(s.Visible*s.Hidden + s.Visible + s.Hidden)
-		if w := satAdd(params, head); w > limit {
+		w := satAdd(params, head)
+		if w > limit {
 			return fmt.Errorf("config %s: dbn.layers = %v: the trained weights of %s make a message of %s, more than the %s one may carry %s; use narrower layers, or pretrain.mode: greedy",
 				cfg.File, layersText(cfg.DBN.Layers), size, memlimit.BytesText(w), memlimit.BytesText(limit), over)
 		}
 		if c := satAdd(satMul(2, params), head); ck && c > limit {
 			return fmt.Errorf("config %s: dbn.layers = %v: a checkpoint of %s (W_%d, biases and momentum) makes a message of %s, more than the %s one may carry %s; set reliability.checkpoint_every: 0 (no checkpoints, no recovery), or use narrower layers",
 				cfg.File, layersText(cfg.DBN.Layers), size, s.Index, memlimit.BytesText(c), memlimit.BytesText(limit), over)
+		} else if ck {
+			w = c // a slave's longest message to the master
 		}
+		copies := 1
+		if s.Index <= len(replicas) {
+			copies = max(replicas[s.Index-1], 1)
+		}
+		atOnce = satAdd(atOnce, satMul(int64(copies), messages.PendingBytes(w, messages.DefaultMaxPart)))
 		if cfg.Cluster.Transport == config.Memory {
 			continue // windows are handed over as they are
 		}
-		rows := min(cfg.Pretrain.KBatches*cfg.Pretrain.BatchSize, nTrain)
-		if w := satAdd(pipeline.Float32Bytes(rows*s.Visible+s.Visible), head); w > limit {
-			return fmt.Errorf("config %s: pretrain.k_batches = %d: a window of %d mini-batches of %d rows of L_%d (%d values) makes a message of %s, more than the %s one may carry %s; lower pretrain.k_batches or pretrain.batch_size",
-				cfg.File, cfg.Pretrain.KBatches, cfg.Pretrain.KBatches, cfg.Pretrain.BatchSize, s.Index-1, s.Visible, memlimit.BytesText(w), memlimit.BytesText(limit), over)
+		if w := satAdd(satAdd(pipeline.WindowBytes(s.K, s.BatchSize, nTrain, s.Visible), pipeline.Float32Bytes(s.Visible)), head); w > limit {
+			window := fmt.Sprintf("%d mini-batches of %d rows", s.K, s.BatchSize)
+			if int64(s.K)*int64(s.BatchSize) > int64(nTrain) {
+				window = fmt.Sprintf("the epoch's %d rows (fewer than %s)", nTrain, window)
+			}
+			return fmt.Errorf("config %s: pretrain.k_batches = %d: a window of %s of L_%d (%d values) makes a message of %s, more than the %s one may carry %s; lower pretrain.k_batches or pretrain.batch_size",
+				cfg.File, cfg.Pretrain.KBatches, window, s.Index-1, s.Visible, memlimit.BytesText(w), memlimit.BytesText(limit), over)
 		}
 	}
+	if cfg.Cluster.Transport != config.Memory && atOnce > natsMaxPending {
+		what := "checkpoints"
+		if !ck {
+			what = "trained weights"
+		}
+		return fmt.Errorf("config %s: dbn.layers = %v: the %s the master may receive at once from its %s come to %s, more than the %s it holds of messages arriving over NATS (the rest would evict each other and never arrive); use fewer stage replicas (cluster.plan, cluster.max_replicas) or narrower layers",
+			cfg.File, layersText(cfg.DBN.Layers), what, plural(totalCopies(len(cfg.DBN.Layers)-1, replicas), "slave", "slaves"), memlimit.BytesText(atOnce), memlimit.BytesText(natsMaxPending))
+	}
 	return nil
+}
+
+// totalCopies is the slaves of rbms RBMs with replicas (nil: one each).
+func totalCopies(rbms int, replicas []int) int {
+	n := 0
+	for i := range rbms {
+		if i < len(replicas) {
+			n += max(replicas[i], 1)
+		} else {
+			n++
+		}
+	}
+	return n
 }
 
 func plural(n int, one, many string) string {

@@ -2,6 +2,7 @@ package dbn
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -144,7 +145,9 @@ func TestCheckMessages(t *testing.T) {
 		{"no checkpoints over NATS", data + "dbn: {layers: [784, 45000]}\n", []string{"reliability.checkpoint_every=0"}, nil},
 		{"K = 200 over NATS", "data: {source: synthetic, train_limit: 60000}\ndbn: {layers: [784, 10]}\n", []string{"pretrain.k_batches=200", "pretrain.batch_size=256"}, nil},
 		{"window over NATS", "data: {source: synthetic, train_limit: 60000}\ndbn: {layers: [1200, 10]}\n", []string{"pretrain.k_batches=1000", "pretrain.batch_size=256"}, []string{
-			"pretrain.k_batches = 1000: a window of 1000 mini-batches of 256 rows of L_0 (1200 values) makes a message of 275 MiB, more than the 256 MiB one may carry over NATS"}},
+			"pretrain.k_batches = 1000: a window of the epoch's 60000 rows (fewer than 1000 mini-batches of 256 rows) of L_0 (1200 values) makes a message of 275 MiB, more than the 256 MiB one may carry over NATS"}},
+		{"window of the epoch over NATS", "data: {source: synthetic, train_limit: 100000}\ndbn: {layers: [784, 10]}\n", []string{"pretrain.k_batches=100000"}, []string{
+			"pretrain.k_batches = 100000: a window of the epoch's 100000 rows (fewer than 100000 mini-batches of 256 rows) of L_0 (784 values) makes a message of 299 MiB, more than the 256 MiB one may carry over NATS"}},
 		{"weights in memory", data + "dbn: {layers: [784, 1500000]}\n", []string{"cluster.transport=memory"}, []string{
 			"dbn.layers = [784, 1500000]: the trained weights of RBM_1 (784x1500000) make a message of 4.39 GiB, more than the 4.00 GiB one may carry in the in-memory store"}},
 		{"windows in memory", "data: {source: synthetic, train_limit: 60000}\ndbn: {layers: [784, 10]}\n", []string{"cluster.transport=memory", "pretrain.k_batches=1000"}, nil},
@@ -153,7 +156,7 @@ func TestCheckMessages(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := loadConfig(t, tc.body, tc.sets...)
-			err := checkMessages(cfg)
+			err := checkMessages(cfg, nil)
 			if tc.want == nil {
 				if err != nil {
 					t.Errorf("checkMessages() = %v; want nil", err)
@@ -226,4 +229,123 @@ func TestEstimateCountsReplicas(t *testing.T) {
 		t.Errorf("without replicas: %v; want it to fit %d B", err, lim.Bytes)
 	}
 	oneLine(t, four.check(cfg, lim, true, nil), "config "+cfg.File+": dbn.layers = [784, 500, 500, 2000]: ", "the master and its 6 local slave processes about ")
+}
+
+// TestCheckSlaves: a pipelined run of more slaves than pipeline.MaxSlaves
+// is refused before its data is loaded, in one line naming the key that
+// decides their number and its value; one of MaxSlaves is not.
+func TestCheckSlaves(t *testing.T) {
+	t.Parallel()
+	const body = "data: {source: synthetic, train_limit: 256, test_limit: 10}\ndbn: {layers: [16, 8, 8, 8]}\npretrain: {mode: pipelined}\n"
+	layers := "[16" + strings.Repeat(", 8", 129) + "]" // 129 RBMs
+	cpus := "[" + strings.TrimSuffix(strings.Repeat("0.5, ", 129), ", ") + "]"
+	for _, tc := range []struct {
+		name string
+		sets []string
+		want string // "": no error
+	}{
+		{"slaves by hand", []string{"cluster.slaves=200"}, "cluster.slaves = 200: 200 slaves, each with its own identity on the embedded NATS server, more than the 128 slaves one run may have"},
+		{"slaves by hand, 128", []string{"cluster.slaves=128"}, ""},
+		{"slaves by hand, their own server", []string{"cluster.slaves=200", "cluster.nats_url=nats://h:4222"}, ""},
+		{"local slaves", []string{"cluster.local_slaves=200"}, "cluster.local_slaves = 200: 200 local slave processes, more than the 128 slaves one run may have"},
+		{"local slaves, 128", []string{"cluster.local_slaves=128"}, ""},
+		{"replicas", []string{"cluster.plan=1x198,2,3"}, `cluster.plan = "1x198,2,3": 200 local slaves (one per RBM of each stage group, on each of its replicas), more than the 128`},
+		{"replicas of a group", []string{"cluster.plan=1-3x43"}, `cluster.plan = "1-3x43": 129 local slaves`},
+		{"replicas, 128", []string{"cluster.plan=1-2x42,3x44"}, ""},
+		{"machines", []string{"cluster.machine_cpus=" + cpus}, "cluster.machine_cpus = [129 machines]: 129 local slave processes"},
+		{"RBMs", []string{"dbn.layers=" + layers}, "dbn.layers = " + layers + ": 129 RBMs, each with a local slave of its own"},
+		{"RBMs, greedy", []string{"dbn.layers=" + layers, "pretrain.mode=greedy"}, ""},
+		{"local slaves in memory", []string{"cluster.transport=memory", "dbn.layers=" + layers}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := loadConfig(t, body, tc.sets...)
+			err := checkSlaves(cfg)
+			if tc.want == "" {
+				if err != nil {
+					t.Errorf("checkSlaves() = %v; want nil", err)
+				}
+				return
+			}
+			oneLine(t, err, "config "+cfg.File+": "+tc.want)
+			// Before the data, and before the plan allocates by the count.
+			oneLine(t, CheckLimits(cfg, nil), tc.want)
+			if cfg.Cluster.Slaves == 0 {
+				_, err := layoutLocal(cfg, StageConfigs(cfg), 256)
+				oneLine(t, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestExplicitReplicas: an explicit plan's replicas are known before the
+// data is loaded, and the estimate counts them then.
+func TestExplicitReplicas(t *testing.T) {
+	t.Parallel()
+	const body = "data: {source: synthetic, train_limit: 256, test_limit: 10}\ndbn: {layers: [16, 8, 8, 8]}\npretrain: {mode: pipelined}\n"
+	for plan, want := range map[string][]int{"1-2,3x4": {1, 1, 4}, "1x2,2-3x3": {2, 3, 3}, "auto": nil, "one-per-rbm": nil} {
+		if got := explicitReplicas(loadConfig(t, body, "cluster.plan="+plan)); !slices.Equal(got, want) {
+			t.Errorf("explicitReplicas(cluster.plan = %s) = %v; want %v", plan, got, want)
+		}
+	}
+}
+
+// TestCheckMessagesAtOnce: the checkpoints of 8 stage replicas of a
+// 784x20000 RBM (126 MB each) are more than the master's endpoint holds of
+// messages arriving at once (512 MiB): they would evict each other, and
+// the run would lose and restart slaves without end. 4 replicas, or 8
+// without checkpoints (their weights, half as long), fit.
+func TestCheckMessagesAtOnce(t *testing.T) {
+	t.Parallel()
+	const body = "data: {source: synthetic, train_limit: 256, test_limit: 10}\ndbn: {layers: [784, 20000]}\npretrain: {mode: pipelined}\n"
+	cfg := loadConfig(t, body, "cluster.plan=1x8")
+	oneLine(t, checkMessages(cfg, []int{8}), "dbn.layers = [784, 20000]: the checkpoints the master may receive at once from its 8 slaves come to 958 MiB, more than the 512 MiB it holds of messages arriving over NATS", "; use fewer stage replicas")
+	// Refused before the data, from the explicit plan (where this machine
+	// has the memory the run needs: else for that).
+	if lim, ok := memlimit.Here(); !ok || estimateRun(cfg, []int{8}).total() <= lim.Bytes {
+		oneLine(t, CheckLimits(cfg, nil), "the checkpoints the master may receive at once from its 8 slaves")
+	} else {
+		oneLine(t, CheckLimits(cfg, nil), "dbn.layers = [784, 20000]: RBM_1's slave (784x20000) needs about ")
+	}
+	if err := checkMessages(cfg, []int{4}); err != nil {
+		t.Errorf("4 replicas: %v; want nil", err)
+	}
+	if err := checkMessages(loadConfig(t, body, "reliability.checkpoint_every=0"), []int{8}); err != nil {
+		t.Errorf("8 replicas without checkpoints: %v; want nil", err)
+	}
+	if err := checkMessages(loadConfig(t, body, "cluster.transport=memory"), []int{8}); err != nil {
+		t.Errorf("in memory: %v; want nil", err)
+	}
+}
+
+// TestCheckRunOneLine: a run that fits the memory but not its messages is
+// refused without the estimate's warning before it: one line on stderr.
+func TestCheckRunOneLine(t *testing.T) {
+	t.Parallel()
+	cfg := loadConfig(t, "data: {source: synthetic, train_limit: 256, test_limit: 10}\ndbn: {layers: [784, 20000]}\npretrain: {mode: pipelined}\n", "cluster.plan=1x8")
+	est := estimateRun(cfg, []int{8})
+	// More than half of it: a run that passed would be warned about.
+	lim := memlimit.Limit{Bytes: est.total() + est.total()/2, From: memlimit.MemAvailable}
+	var logged strings.Builder
+	log := hclog.New(&hclog.LoggerOptions{Output: &logged, Level: hclog.Warn})
+	oneLine(t, checkRun(cfg, est, []int{8}, lim, true, log), "the checkpoints the master may receive at once from its 8 slaves")
+	if logged.Len() > 0 {
+		t.Errorf("checkRun logged before its refusal:\n%s", logged.String())
+	}
+	// What does not fit the memory is refused for that, as before.
+	lim.Bytes = est.total() / 2
+	oneLine(t, checkRun(cfg, est, []int{8}, lim, true, log), "dbn.layers = [784, 20000]: RBM_1's slave (784x20000) needs about ")
+}
+
+// TestCheckPlannedSlaves: a plan made by cluster.plan = auto is held to
+// pipeline.MaxSlaves once it is known: 3 RBMs in one group on 43 replicas
+// are 129 slaves.
+func TestCheckPlannedSlaves(t *testing.T) {
+	t.Parallel()
+	cfg := loadConfig(t, "data: {source: synthetic, train_limit: 256, test_limit: 10}\ndbn: {layers: [16, 8, 8, 8]}\npretrain: {mode: pipelined}\n")
+	lay := &layout{}
+	for k := range 43 {
+		lay.procs = append(lay.procs, proc{first: 1, last: 3, replica: k, replicas: 43})
+	}
+	oneLine(t, checkPlanned(cfg, lay, nil), `cluster.plan = "auto": the plan 1-3x43 has 129 slaves (one per RBM of each process), more than the 128 one run may have`)
 }

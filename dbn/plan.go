@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,6 +85,11 @@ const calibration = 300 * time.Millisecond
 // colocated cap) equally; their speed is the master's, measured on one
 // thread; auto searches stage groups only (no replicas yet).
 func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int) (*layout, error) {
+	// The counts below size allocations: refuse what the checks before
+	// the data refuse, should a caller have skipped them.
+	if err := checkSlaves(cfg); err != nil {
+		return nil, err
+	}
 	cl := cfg.Cluster
 	L := len(stages)
 	explicit, err := cl.StageGroups(L)
@@ -209,6 +216,26 @@ func (l *layout) replicas() []int {
 		}
 	}
 	return rs
+}
+
+// groupsText writes the plan's stage groups as cluster.plan spells them:
+// "1-2x3,3".
+func (l *layout) groupsText() string {
+	var gs []string
+	for _, pr := range l.procs {
+		if pr.replica != 0 {
+			continue
+		}
+		g := strconv.Itoa(pr.first)
+		if pr.last > pr.first {
+			g += "-" + strconv.Itoa(pr.last)
+		}
+		if pr.replicas > 1 {
+			g += "x" + strconv.Itoa(pr.replicas)
+		}
+		gs = append(gs, g)
+	}
+	return strings.Join(gs, ",")
 }
 
 // names returns every local slave's name, in the order of processes.
@@ -441,7 +468,7 @@ func PlanLocal(cfg *config.Config) (*PlanResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPlanned(cfg, lay.replicas(), hclog.NewNullLogger()); err != nil {
+	if err := checkPlanned(cfg, lay, hclog.NewNullLogger()); err != nil {
 		return nil, err
 	}
 	return lay.result(nil), nil

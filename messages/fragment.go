@@ -261,12 +261,30 @@ type ReassemblerConfig struct {
 // A longer one is rejected as too large.
 const DefaultMaxMessage = 256 << 20
 
+// DefaultMaxPending is the memory a Reassembler with default limits holds
+// for incomplete messages (ReassemblerConfig.MaxBytes): two of the longest.
+// Messages arriving at once from several senders beyond it evict each
+// other, and none of them arrives.
+const DefaultMaxPending = 2 * DefaultMaxMessage
+
+// PendingBytes is what a Reassembler charges against MaxBytes for a
+// message of total bytes in fragments of at most maxPart bytes: its bytes
+// and the bookkeeping of each part, saturating at math.MaxInt64.
+func PendingBytes(total int64, maxPart int) int64 {
+	room := int64(max(maxPart-FragmentHeaderSize, 1))
+	parts := max(0, total)/room + 1
+	if parts > math.MaxInt64/partOverhead || total > math.MaxInt64-parts*partOverhead {
+		return math.MaxInt64
+	}
+	return total + parts*partOverhead
+}
+
 func (c ReassemblerConfig) withDefaults() ReassemblerConfig {
 	if c.MaxMessages <= 0 {
 		c.MaxMessages = 16
 	}
 	if c.MaxBytes <= 0 {
-		c.MaxBytes = 2 * DefaultMaxMessage
+		c.MaxBytes = DefaultMaxPending
 	}
 	if c.MaxSenderBytes <= 0 || c.MaxSenderBytes > c.MaxBytes {
 		c.MaxSenderBytes = c.MaxBytes

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"sync"
@@ -364,5 +365,29 @@ func TestReassemblerConcurrent(t *testing.T) {
 	wg.Wait()
 	if completed != senders*perSender {
 		t.Errorf("completed %d payloads; want %d", completed, senders*perSender)
+	}
+}
+
+// TestPendingBytes: what a Reassembler charges for a message, as the
+// checks before a run count it, is what it reserves when the message's
+// first fragment arrives.
+func TestPendingBytes(t *testing.T) {
+	t.Parallel()
+	for _, total := range []int{0, 1, DefaultMaxPart - FragmentHeaderSize, DefaultMaxPart, 5 << 20, 62_800_000} {
+		parts := Split(make([]byte, total), DefaultMaxPart, 1)
+		r := NewReassembler(ReassemblerConfig{})
+		if len(parts) > 1 {
+			r.Add(parts[0])
+		}
+		reserved := r.Stats().Reserved
+		if len(parts) == 1 {
+			reserved = int64(total) + partOverhead // held whole at once, never reserved
+		}
+		if got := PendingBytes(int64(total), DefaultMaxPart); got < reserved || got > reserved+partOverhead {
+			t.Errorf("PendingBytes(%d) = %d; want the %d reserved for its %d parts, or one part more", total, got, reserved, len(parts))
+		}
+	}
+	if got := PendingBytes(math.MaxInt64, DefaultMaxPart); got != math.MaxInt64 {
+		t.Errorf("PendingBytes(MaxInt64) = %d; want it to saturate", got)
 	}
 }

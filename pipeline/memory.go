@@ -131,16 +131,10 @@ func (c StageConfig) params() int64 {
 	return addSat(mulSat(int64(c.Visible), int64(c.Hidden)), int64(c.Visible)+int64(c.Hidden))
 }
 
-// windowRows is the rows of a full window of K mini-batches of an epoch of
-// n rows.
-func (c StageConfig) windowRows(n int) int64 {
-	return min(mulSat(int64(c.K), int64(c.BatchSize)), int64(max(n, 0)))
-}
-
 // window is the bytes of one window of K mini-batches of width values per
-// row, with its bias vector (an epoch of n rows).
+// row (WindowBytes), with its bias vector (an epoch of n rows).
 func (c StageConfig) window(n, width int) int64 {
-	return vals(addSat(mulSat(c.windowRows(n), int64(width)), int64(width)))
+	return addSat(WindowBytes(c.K, c.BatchSize, n, width), Float32Bytes(width))
 }
 
 // runWindows is the windows of a whole run of n rows per epoch: no link
@@ -379,7 +373,7 @@ func GreedyMemory(n int, cfgs []StageConfig) Memory {
 	handOverAt := 0
 	for k, c := range cfgs {
 		m.AddMemory("", c.TrainerMemory())
-		window = max(window, vals(mulSat(c.windowRows(n), int64(c.Visible))))
+		window = max(window, WindowBytes(c.K, c.BatchSize, n, c.Visible))
 		if k == len(cfgs)-1 {
 			break
 		}

@@ -32,7 +32,9 @@ func NewSource(x []float32, n, dim, batchSize, k int, seed uint64) *Source {
 	pcg := rand.NewPCG(seed, 0x5eed5ca1ab1e)
 	s := &Source{x: x, n: n, dim: dim, batchSize: batchSize, k: k,
 		pcg: pcg, rng: rand.New(pcg), perm: make([]int, n), againEpoch: -1}
-	s.win.X = make([]float32, 0, batchSize*k*dim)
+	// A window holds at most the epoch's rows, however many mini-batches
+	// K asks for: the bound the memory estimate counts.
+	s.win.X = make([]float32, 0, WindowRows(k, batchSize, n)*dim)
 	return s
 }
 
@@ -135,7 +137,7 @@ func shuffle(rng *rand.Rand, perm []int) {
 // cut returns window seq of epoch e, in the order perm, from row on: at
 // most K mini-batches.
 func (s *Source) cut(perm []int, e, seq, row int) *Window {
-	rows := min(s.k*s.batchSize, s.n-row)
+	rows := min(WindowRows(s.k, s.batchSize, s.n), s.n-row)
 	w := &Window{Epoch: e, Seq: seq, X: make([]float32, 0, rows*s.dim)}
 	for b := 0; b < s.k && row < s.n; b++ {
 		r := min(s.batchSize, s.n-row)

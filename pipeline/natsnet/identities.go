@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"text/template"
+
+	"github.com/pipedbn/pipedbn/pipeline"
 )
 
 // usersTemplate is the accounts config of a secured server: one account for
@@ -30,7 +32,8 @@ func slaveAccount(k int) string { return fmt.Sprintf("SLAVE_%d", k) }
 
 // MaxSlaveIdentities bounds the slave identities of one server: every slave
 // account imports from every other, so the config grows with their square.
-const MaxSlaveIdentities = 128
+// It is pipeline.MaxSlaves, which the checks before a run hold it to.
+const MaxSlaveIdentities = pipeline.MaxSlaves
 
 // Identities are the NATS users of a secured server: the master's and one
 // per slave identity, each with a random password. A slave identity is held

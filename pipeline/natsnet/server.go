@@ -60,8 +60,9 @@ func StartEmbeddedWith(o EmbeddedOptions) (*Embedded, error) {
 	// Windows travel in fragments of at most MaxPayload; 8 MB keeps the
 	// fragment count low for large windows. MaxPending, what the server
 	// holds for a client that reads slower than it is sent to, takes two
-	// of the longest messages (messages.DefaultMaxMessage).
-	opts.MaxPayload, opts.MaxPending = 8<<20, 2*messages.DefaultMaxMessage
+	// of the longest messages (messages.DefaultMaxPending; a run whose
+	// slaves may send the master more at once is refused before it starts).
+	opts.MaxPayload, opts.MaxPending = 8<<20, messages.DefaultMaxPending
 	// A slave capped to a fraction of a CPU, training, reads a long window
 	// slowly: give it a minute, not nats-server's 10 s, before its
 	// connection is closed as a slow consumer.

@@ -464,9 +464,5 @@ const WindowBudget = messages.DefaultMaxMessage
 // at least one). A window of K = 200 quickstart mini-batches (153 MiB)
 // travels alone, one of K = 10 (7.7 MiB) with the configured four.
 func LinkCredits(credits int, cfg pipeline.StageConfig, n int) int {
-	window := int64(min(cfg.K*cfg.BatchSize, n)) * int64(cfg.Visible) * 4
-	if window <= 0 {
-		return credits
-	}
-	return int(max(1, min(int64(credits), WindowBudget/window)))
+	return pipeline.LinkCredits(credits, cfg, n, WindowBudget)
 }

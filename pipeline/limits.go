@@ -1,0 +1,42 @@
+package pipeline
+
+// How big the parts of a run may be. The memory estimate (Memory), the
+// checks that refuse a run before its data is loaded (dbn.CheckLimits) and
+// the allocations they guard (Source's windows, the local slaves' layout)
+// all size what they hold with these, so that nothing is allocated at a
+// size the checks did not see.
+
+// MaxSlaves bounds the slaves of one pipelined run that its master starts
+// or admits: every RBM of every local slave process's stage group, every
+// stage replica, or the slaves started by hand for the embedded NATS
+// server. That server gives each slave an identity of its own and every
+// slave account imports from every other, so its config grows with their
+// square.
+const MaxSlaves = 128
+
+// WindowRows is the rows of a full window of k mini-batches of batchSize
+// rows over an epoch of n rows: k·batchSize, at most n (an epoch shorter
+// than a window is dealt in one), 0 if any is <= 0. It never overflows.
+func WindowRows(k, batchSize, n int) int {
+	if k <= 0 || batchSize <= 0 || n <= 0 {
+		return 0
+	}
+	return int(min(mulSat(int64(k), int64(batchSize)), int64(n)))
+}
+
+// WindowBytes is the bytes of a full window (WindowRows) of width float32
+// values per row, saturating at math.MaxInt64.
+func WindowBytes(k, batchSize, n, width int) int64 {
+	return Float32Bytes(WindowRows(k, batchSize, n), width)
+}
+
+// LinkCredits is the credits of the link into RBM c.Index in a run over n
+// rows: credits, fewer where its windows are long, as many as fit in
+// budget bytes of windows in flight, and at least one.
+func LinkCredits(credits int, c StageConfig, n int, budget int64) int {
+	window := WindowBytes(c.K, c.BatchSize, n, c.Visible)
+	if window <= 0 {
+		return credits
+	}
+	return int(max(1, min(int64(credits), budget/window)))
+}
