@@ -47,11 +47,15 @@ build: deps-run ## build master and slave into ./bin
 quickstart: deps-run ## the main job: pipelined pre-training and fine-tuning on Fashion-MNIST (CONFIG=...)
 	$(GO) run ./cmd/master run --config $(CONFIG)
 
-lint: deps-test ## gofmt and go vet (both builds)
+# lint's last step, internal/lintnotes, fails on a date, a commit hash or an
+# issue number in a Go comment of a non-test file, README.md, docs/ (but
+# docs/results.md) or configs/: measurements belong in experiments/results/.
+lint: deps-test ## gofmt, go vet (both builds), and no lab notes in comments, README, docs, configs
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change: $$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags purego ./...
+	$(GO) run ./internal/lintnotes
 
 # test is what CI runs: lint, the race-checked suite, and the pure-Go build's suite.
 test: lint ## what CI runs: lint, the race-checked suite, the pure-Go suite, compose and Swarm tests

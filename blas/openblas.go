@@ -70,10 +70,10 @@ func CoreNote() string { return coreNote }
 const genericCore = "Prescott"
 
 // init chooses the kernels of this CPU's vector extensions where OpenBLAS
-// fell back to its generic ones (measured on a CPU of family 6, model 207,
-// unknown to OpenBLAS 0.3.21: 34 GFLOP/s of CD-1 on one thread with
-// Prescott's kernels, 136 with SkylakeX's). OPENBLAS_CORETYPE, when set,
-// is the user's choice and is left alone.
+// fell back to its generic ones, which train CD-1 several times slower
+// (measured in experiments/results/README.md, "Stage replicas and plans,
+// second pass"). OPENBLAS_CORETYPE, when set, is the user's choice and is
+// left alone.
 func init() {
 	if _, set := os.LookupEnv("OPENBLAS_CORETYPE"); set || Core() != genericCore || C.pipedbn_can_choose_core() == 0 {
 		return

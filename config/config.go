@@ -231,38 +231,30 @@ type Cluster struct {
 	// SyncEvery is how many windows each stage replica trains between two
 	// averages of its group's parameters. It must divide
 	// reliability.checkpoint_every. Default 1: replicas that train apart
-	// for longer drift apart, and 8 replicas averaging every 5 windows left
-	// the quickstart DBN's RBM_3 at 7 times the error of averaging every
-	// window, for 1% of the time (README, "Stage replicas").
+	// for longer drift apart, and averaging every window costs little time
+	// (docs/results.md, "Stage replicas").
 	SyncEvery int `mapstructure:"sync_every"`
 	// MaxReplicas is how many stage replicas cluster.plan = auto may give
-	// a stage group. Default 8 since 2026-11-28 (4 from 2026-11-27, 1
-	// before, when replicas cost quality): since replicas take a step per
-	// sub-batch, a replicated RBM ends where one slave's does (measured up
-	// to 8 replicas: the whole quickstart DBN on 8 within 1.007x of
-	// one-per-rbm's error), and a machine more than the RBMs trains a
-	// replica rather than idling. With 4, the quickstart DBN on 8
-	// machines of 0.225 CPU was planned 1x2 · 2x2 · 3x4, predicted 5.25x
-	// greedy's speed, its RBM_2 group busy 41% of the run (README, "Stage
-	// replicas").
+	// a stage group. Default 8: since replicas take a step per sub-batch,
+	// a replicated RBM ends where one slave's does, and a machine more than
+	// the RBMs trains a replica rather than idling; with a cap of 4, plans
+	// for 8 machines ran about 10% slower (measured in
+	// experiments/results/README.md, "Up to 8 replicas by default").
 	MaxReplicas int `mapstructure:"max_replicas"`
-	// Replicate is which groups those replicas may go to: any (default
-	// since 2026-11-27: the fastest plans, which may replicate the RBMs
-	// below the top too) or top (the top RBM alone, in a group of its own,
-	// the default before). Since replicas take a step per sub-batch neither
-	// costs quality where measured: on 4 machines of 0.45 CPU the quickstart
-	// DBN's auto plan is 1 · 2-3x3 with any, 3.1x greedy's speed, every RBM
-	// within 1.03x of one-per-rbm's error, and 1 · 2 · 3x2 with top, 2.8x.
+	// Replicate is which groups those replicas may go to: any (default:
+	// the fastest plans, which may replicate the RBMs below the top too) or
+	// top (the top RBM alone, in a group of its own). Since replicas take a
+	// step per sub-batch neither costs quality where measured, and any is
+	// the faster (experiments/results/replicas_any4/).
 	Replicate Replicate `mapstructure:"replicate"`
 	// ReplicaTolerance is how much slower, as a fraction of the fastest
 	// plan's predicted time per window, a plan with fewer stage replicas
 	// may be and still be chosen by cluster.plan = auto: replicas change
 	// what an RBM trains on, which the planner's time model does not see.
-	// 0 takes the fastest plan: the default since 2026-11-28 (0.1 before).
-	// Since replicas take a step per sub-batch they cost no quality where
-	// measured, and on 8 machines of 0.225 CPU the plan with fewer copies
-	// that 0.1 chose when the calibration's noise made it look close,
-	// 1x2 · 2 · 3x5, took 1.16x as long as the fastest, 1-2x3 · 3x5.
+	// 0 (the default) takes the fastest plan: since replicas take a step
+	// per sub-batch they cost no quality where measured, and a tolerance
+	// lets the calibration's noise pick a slower plan with fewer copies
+	// (measured in experiments/results/machines8/).
 	ReplicaTolerance float64 `mapstructure:"replica_tolerance"`
 }
 

@@ -117,9 +117,8 @@ func (s *SettleSchedule) UnmarshalText(b []byte) error {
 type Replicate int
 
 const (
-	// ReplicateTop replicates the top RBM alone, in a group of its own
-	// (the default until replicas took a step per sub-batch: those of an
-	// RBM below cost quality).
+	// ReplicateTop replicates the top RBM alone, in a group of its own,
+	// so that no replicated RBM's middle results feed another RBM.
 	ReplicateTop Replicate = iota
 	// ReplicateAny lets any group have replicas: the fastest plans, the
 	// default.

@@ -117,7 +117,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		store, destroy = fstore, fstore.Destroy
 		log.Info("checkpoints in files", "store", fstore.Where())
 		if old := filepath.Join(out, "jetstream"); state.Resume && dirExists(old) {
-			log.Warn("checkpoints of a build before 2026-11-27 (JetStream) are not read: this run starts from the files' checkpoints, if any; delete the folder when done", "folder", old)
+			log.Warn("checkpoints of an older build (JetStream) are not read: this run starts from the files' checkpoints, if any; delete the folder when done", "folder", old)
 		}
 	default:
 		js, err := natsnet.OpenJetStreamStore(ctx, nc, state.RunID)

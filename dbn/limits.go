@@ -1,6 +1,6 @@
 package dbn
 
-// Limits before work (issue 13, item 3): a run is refused, in one line
+// Limits before work: a run is refused, in one line
 // naming dbn.layers, before it loads its data or allocates an RBM, when its
 // estimated memory (pipeline.Memory) does not fit what this machine has, or
 // a message it must send exceeds what its transport carries.

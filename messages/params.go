@@ -3,8 +3,8 @@ package messages
 import "fmt"
 
 // Params carries the parameters of one replica of RBM_i for the replicas'
-// average (issue 14: stage replicas train a group data-parallel and
-// average their parameters every Assign.SyncEvery windows). A replica
+// average (stage replicas train a group data-parallel and average their
+// parameters every Assign.SyncEvery windows). A replica
 // sends its parameters after its windows of round Round to the master;
 // once every replica's are in, the master sends each replica their mean,
 // as a Params of the same Round. A replica's last round is Final: after

@@ -88,22 +88,18 @@ const (
 
 // MinSettleWindows is the fewest settle windows F of a stage above the
 // first, however brief the run: an RBM needs a few windows to settle from
-// its restarted rate. Measured on 2-epoch runs of 20,000 images (16 windows
-// an RBM, where the fraction alone gives F = 1 or 2), pipelined / greedy
-// error: after the epochs, 784-400-200-100-50's RBM_3 and RBM_4 ended at
-// 1.33x and 1.22x with F = 1, 0.48x and 0.19x with 3 (seed 1); in the
-// epochs, over seeds 1-3, 784-784-784-784-784's RBM_3 and RBM_4 at up to
-// 1.02x with F = 3, 0.91x with 4, and 784-1000-1000-1000's RBM_2 at up to
-// 1.07x with 3, 0.83x with 4 (experiments/settle_schedule_brief.yaml).
+// its restarted rate. On brief runs, where the fraction alone gives F = 1
+// or 2, fewer left upper RBMs above greedy's error, and 4 is the fewest
+// that kept every RBM below it (measured in
+// experiments/results/settle_brief/ and settle_schedule_brief/).
 const MinSettleWindows = 4
 
 // MinSettleBatches caps MinSettleWindows where windows are long: at K >
 // 10 the fewest settle windows are those that hold this many mini-batches
-// (4 windows at K = 10). Four windows of K = 200 made the quickstart
-// job's settle phase 8 windows, too many for its 10 in the epochs: after
-// them its top RBM trained 1.8 times its epochs' mini-batches, and
-// pipelined took 1.23x greedy's time on 3 emulated machines
-// (experiments/kstudy_emulated.yaml).
+// (4 windows at K = 10). Four windows of K = 200 would make the quickstart
+// job's settle phase 8 windows, too many for the 10 of its epochs, so they
+// would go after the epochs and cost their time (measured in
+// experiments/results/kstudy_emulated/).
 const MinSettleBatches = 40
 
 // minSettleWindows is the fewest settle windows F of a stage at K
@@ -115,8 +111,8 @@ func minSettleWindows(k int) int {
 // MaxInEpochs is the largest share of the epochs' windows the settle
 // windows may take in SettleInEpochs; a run too brief for them has them
 // after its epochs (SettleAfter). Restarting RBM_2 on the first window,
-// before RBM_1 learnt anything, ruined it: 784-1000-1000-1000, 2 epochs of
-// 16 windows, F = 8, RBM_2 at 12x greedy's error.
+// before RBM_1 learnt anything, ruins it (measured in
+// experiments/results/settle_schedule_brief/).
 const MaxInEpochs = 0.75
 
 // rate is the learning rate of a stage's settle mini-batch t (0-based,
@@ -391,14 +387,12 @@ func (s *Stage) step(v []float32, rows int, p rbm.Params, mid []float32) (float6
 // replicaSteps is the steps a stage replica, one of replicas, takes on a
 // mini-batch of rows: one per replica, at most one per row.
 //
-// Data-parallel replicas that averaged whole mini-batch steps took 1/r of
-// one slave's steps; the learning rates r times the configured (the linear
-// scaling rule) made up for it in part only: on the quickstart DBN (4
-// machines of 0.45 CPU, RBM_3 on 2 replicas) RBM_3 ended at 1.19x and
-// 1.18x the one-per-rbm schedule's error (seeds 1 and 2). With a step per
-// sub-batch at the configured rates it ends at 1.00x both, and on 8
-// machines of 0.225 CPU the whole DBN on 8 replicas (sub-batches of 32
-// rows, averaging every window) ends within 1.01x on every RBM.
+// Data-parallel replicas that average whole mini-batch steps take 1/r of
+// one slave's steps, and learning rates r times the configured (the linear
+// scaling rule) make up for it in part only: a replicated RBM ends above
+// one slave's error. With a step per sub-batch at the configured rates it
+// ends where one slave's does (measured in
+// experiments/results/replicas_split/ and machines/).
 func replicaSteps(replicas, rows int) int {
 	return max(1, min(replicas, rows))
 }

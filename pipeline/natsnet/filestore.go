@@ -19,11 +19,9 @@ import (
 // syncs it and renames it over the name (atomicfile.WritePrivate), so a
 // name holds a whole object or its previous one, whenever the master stops.
 //
-// It does the work of a JetStream object store put without the server:
-// on one 2-core box the quickstart DBN's pipelined pre-training (its
-// checkpoints every 5 windows, 3 to 8 MB each) took 0.981x the time with
-// its checkpoints in these files instead of JetStream (median of six
-// alternating rounds; 0.973x with them in memory).
+// It does the work of a JetStream object store put without the server,
+// which saves a pipelined run some of its checkpoints' cost (measured in
+// experiments/results/README.md, "One box, step by step").
 type FileStore struct {
 	dir string
 }

@@ -1,5 +1,5 @@
 // Package plan chooses how pipelined pre-training lays a DBN's RBMs out on
-// the slaves (issue 14): contiguous stage groups of RBMs, each trained by
+// the slaves: contiguous stage groups of RBMs, each trained by
 // one slave that passes middle results between its RBMs in memory, and per
 // group a number of stage replicas, slaves that train every r-th window of
 // the group data-parallel and average their parameters. It predicts the
@@ -14,8 +14,8 @@
 // Work is counted in flop-equivalents. One sample of CD-k on a v x h RBM
 // costs SampleWork = 2(3+2k)·v·h + UnitWork·k·(v+h): rbm.Trainer.Step does
 // 3+2k GEMMs of 2·v·h flops per sample (10·v·h for CD-1: 3.92, 2.5 and 10
-// MFLOP for the quickstart DBN's 784x500, 500x500 and 500x2000, the issue's
-// 392k : 250k : 1000k) and element-wise work that experiments/results/
+// MFLOP for the quickstart DBN's 784x500, 500x500 and 500x2000) and
+// element-wise work that experiments/results/
 // rbm_cd1_vs_gemm5 puts at about UnitWork = 280 flops per unit and sample.
 // Whether the visible units are Bernoulli or Gaussian changes neither term
 // noticeably, so the model ignores it. Each step costs StepRows samples more
@@ -109,8 +109,8 @@
 // measured, in result.json. Groups
 // run as one process hosting one slave per RBM (natsnet.RunGroup), each
 // replica as a process of its own; auto trades time for fewer replicas by
-// cluster.replica_tolerance, and S is cluster.sync_every. Left for the
-// later steps of issue 14: the calibration at registration for slaves
+// cluster.replica_tolerance, and S is cluster.sync_every. Left for later:
+// the calibration at registration for slaves
 // started by hand (each reports CPUs and SpeedFromRate; ByteWork and
 // ThreadLoss fitted as the simulator fits ByteCost); letting experiments'
 // simulator replay a plan; and re-planning when the lower groups finish.

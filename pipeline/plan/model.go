@@ -43,10 +43,10 @@ func SampleWork(visible, hidden, cdK int) float64 {
 // samples: the weight update (visible·hidden values a step, not a sample)
 // and the GEMMs' fixed costs. A stage replica, one of r, takes r steps a
 // mini-batch of B rows (pipeline.StageConfig.Replicas), each sample then
-// costing SampleWork·(1 + StepRows·r/B). Fitted on one thread of this
-// project's machine: CD-1 784x500, 500x2000 and 500x500 took 1.21x as long a
-// sample in mini-batches of 32 as of 256 (1 + 8/32 over 1 + 8/256), 1.08-1.10x
-// in 64 (1.09 predicted), 1.03-1.05x in 128 (1.03).
+// costing SampleWork·(1 + StepRows·r/B). Fitted on one thread to CD-1 on
+// the quickstart DBN's shapes in mini-batches of 32, 64 and 128 against
+// 256 (measured in experiments/results/README.md, "Stage replicas that take
+// a step per sub-batch").
 const StepRows = 8
 
 // StepRowsFrom returns what a CD step costs beyond its samples, in
@@ -77,7 +77,7 @@ func batchWork(visible, hidden, cdK int, rows float64) float64 {
 // CD-k steps on one thread (blas.SetThreads(1)) for about a second on a
 // visible x hidden RBM (RefVisible x RefHidden in mini-batches of RefBatch,
 // or the shapes it is about to train) and measures samplesPerSecond. The
-// result is in GFLOP/s as SampleWork and StepRows count work; it runs 8-12%
+// result is in GFLOP/s as SampleWork and StepRows count work; it runs
 // above the GEMM-only GFLOP/s that rbm's BenchmarkCD1 reports, which leaves
 // the element-wise work and the weight updates out.
 func SpeedFromRate(visible, hidden, cdK int, samplesPerSecond float64) float64 {
@@ -107,9 +107,8 @@ type Job struct {
 	// in samples, measured on its shape (StepRowsFrom); where it is
 	// missing or 0, the constant StepRows. Stage replicas take a step per
 	// sub-batch, so this is what replicating the RBM costs, and it depends
-	// on the shape and the machine (on an AMD EPYC with OpenBLAS's Zen
-	// kernels, about 8-17 for the quickstart DBN's RBMs, where StepRows was
-	// fitted as 8 on another machine).
+	// on the shape and the machine (measured in docs/results.md, "Stage
+	// replicas", and experiments/results/machines8/).
 	StepRows []float64
 }
 

@@ -19,7 +19,7 @@
 // lost, and a replacement resumes its RBM from a stored checkpoint while
 // its neighbours relink. At the end the master collects every RBM_i.
 //
-// An RBM may have stage replicas (MasterConfig.Replicas, issue 14): r
+// An RBM may have stage replicas (MasterConfig.Replicas): r
 // slaves that train it data-parallel, replica k the windows g with g mod r
 // = k, dealt by their producer (Dealer) and gathered in order by their
 // consumer (Gatherer). Every SyncEvery of their windows they send their
@@ -98,9 +98,9 @@ func DefaultTiming(joinTimeout, lostAfter time.Duration) Timing {
 // fifth of the shortest of its periods, so that none fires more than a
 // fifth of it late, between 20 and 100 ms. A node ticks while it trains,
 // and every tick wakes a thread that takes a CPU from the training's BLAS
-// threads for a moment: on one 2-core box, ticking every 20 ms instead of
-// 100 gave the quickstart DBN's pipelined pre-training 7-24% more context
-// switches, about 2% more CPU time and 1% more time (medians of six rounds).
+// threads for a moment: ticking every 100 ms rather than every 20 saves
+// context switches and a little time (measured in
+// experiments/results/README.md, "One box, step by step").
 func (t Timing) Tick() time.Duration {
 	shortest := min(t.RegisterEvery, t.StatusEvery, t.LostAfter, t.RegrantEvery, t.ResendAfter, t.DrainGrace, t.WeightsEvery)
 	return min(max(shortest/5, 20*time.Millisecond), 100*time.Millisecond)

@@ -7,7 +7,7 @@ import (
 	"github.com/pipedbn/pipedbn/pipeline"
 )
 
-// Stage replicas (issue 14): r slaves may train one stage group
+// Stage replicas: r slaves may train one stage group
 // data-parallel, replica k the windows g with g mod r = k. The windows of
 // a stream are numbered over the whole run (the global Seq). Between a
 // producer group of q replicas and a consumer group of r, window g travels
