@@ -50,7 +50,7 @@ var (
 	// match only with at least one letter and one digit (isHash), so that
 	// plain numbers and words such as "defaced" are not.
 	hexRE = regexp.MustCompile(`(?i)\b[0-9a-f]{7,40}\b`)
-	// issueRE: "issue 14", "issue #14", "issues 13 and 14".
+	// issueRE: "issue" or "issues", then a number, with or without a "#".
 	issueRE = regexp.MustCompile(`(?i)\bissues?\s*#?\d+`)
 )
 
