@@ -41,7 +41,7 @@ deps-test: deps-run ## install what the tests add: python3-numpy, nats-server, p
 deps: deps-test ## both of the above
 
 build: deps-run ## build master and slave into ./bin
-	$(GO) build -o bin/ ./cmd/master ./cmd/slave
+	$(GO) build -buildvcs=auto -o bin/ ./cmd/master ./cmd/slave
 
 # quickstart is the main job: pre-train + fine-tune a DBN on Fashion-MNIST.
 quickstart: deps-run ## the main job: pipelined pre-training and fine-tuning on Fashion-MNIST (CONFIG=...)
