@@ -144,12 +144,12 @@ then PIPEDBN_* environment variables, then --set. ` + "`--config`" + ` reads the
 		},
 	},
 	{
-		name: "predict", args: "--run DIR --in X --out P.npy [--labels] [--array NAME] [--label-column COL]",
+		name: "predict", args: "--run DIR --in X --out P.npy [--labels] [--array NAME] [--label-column COL] [--header]",
 		summary: "write the class probabilities (or labels) a run's fine-tuned network gives new examples",
 		example: "master predict --run runs/digits --in runs/digits-data/digits.npz --out labels.npy --labels",
 	},
 	{
-		name: "transform", args: "--run DIR --in X --out H.npy [--layer N] [--finetuned] [--array NAME] [--label-column COL]",
+		name: "transform", args: "--run DIR --in X --out H.npy [--layer N] [--finetuned] [--array NAME] [--label-column COL] [--header]",
 		summary: "write a run's hidden activations of new examples (features for another model)",
 		example: "master transform --run runs/digits --in runs/digits-data/digits.npz --out h.npy --layer 1",
 	},
@@ -298,7 +298,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// predict.go prints its own usage where it is told to: the help
 		// goes to stdout, a parse error is returned.
 		var help bytes.Buffer
-		err := runModel(name, args, stdin, &help)
+		err := runModel(name, args, stdin, &help, stderr)
 		if errors.Is(err, flag.ErrHelp) {
 			c := lookup(name)
 			fmt.Fprintf(stdout, "%s.\n\n%s\nExample:\n  %s\n", strings.ToUpper(c.summary[:1])+c.summary[1:], help.String(), c.example)

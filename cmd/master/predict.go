@@ -30,11 +30,12 @@ index from 0). The run's data.scale (scale.npz) and standardisation are applied 
 must not be the input file.
 `
 
-// runModel runs master predict or transform.
-func runModel(cmd string, args []string, stdin io.Reader, stderr io.Writer) error {
+// runModel runs master predict or transform; its help goes to help, what
+// it says of its input to stderr.
+func runModel(cmd string, args []string, stdin io.Reader, help, stderr io.Writer) error {
 	fs := flag.NewFlagSet("master "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, modelUsage) }
+	fs.SetOutput(help)
+	fs.Usage = func() { fmt.Fprint(help, modelUsage) }
 	run := fs.String("run", "", "the run's output `DIR` (its weights.npz)")
 	in := fs.String("in", "", "the examples: a .npy, .npz or .csv `FILE`, or - for CSV on stdin")
 	out := fs.String("out", "", "the .npy `FILE` to write")
