@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pipedbn/pipedbn/data"
+	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
@@ -174,9 +175,8 @@ type Settle struct {
 	LearningRate float64 `mapstructure:"learning_rate"`
 	// Schedule is where the settle windows lie: the last of the epochs
 	// (in_epochs), which costs no time, or more windows after them (after),
-	// which a run too brief for in_epochs gets anyway
-	// (pipeline.SettleSchedule). Default in_epochs.
-	Schedule SettleSchedule `mapstructure:"schedule"`
+	// which a run too brief for in_epochs gets anyway. Default in_epochs.
+	Schedule pipeline.SettleSchedule `mapstructure:"schedule"`
 }
 
 // Cluster says where the workers are.
@@ -414,7 +414,7 @@ func Defaults() map[string]any {
 		"pretrain.weight_decay":          0.0002,
 		"pretrain.settle.fraction":       0.2,
 		"pretrain.settle.learning_rate":  0.09,
-		"pretrain.settle.schedule":       SettleInEpochs,
+		"pretrain.settle.schedule":       pipeline.SettleInEpochs,
 		"pretrain.probe.rows":            0,
 		"cluster.nats_url":               "",
 		"cluster.slaves":                 0,
