@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"sort"
 	"strings"
+
+	"github.com/pipedbn/pipedbn/rbm"
 )
 
 // Memory is an estimate of the bytes one process, or one worker in it,
@@ -131,16 +133,31 @@ func (c StageConfig) params() int64 {
 	return addSat(mulSat(int64(c.Visible), int64(c.Hidden)), int64(c.Visible)+int64(c.Hidden))
 }
 
-// windowRows is the rows of a full window of K mini-batches of an epoch of
-// n rows.
-func (c StageConfig) windowRows(n int) int64 {
-	return min(mulSat(int64(c.K), int64(c.BatchSize)), int64(max(n, 0)))
+// WindowBytes returns the bytes of a window of rows rows of width float32
+// values, with its bias vector B_i (width values more) when bias is set: a
+// window of middle results, which a data window for RBM_1 lacks. The memory
+// estimate, the planner (package plan) and the simulator (experiments)
+// all size a window by it. It saturates at math.MaxInt64.
+func WindowBytes(rows, width int, bias bool) int64 {
+	values := mulSat(int64(max(rows, 0)), int64(max(width, 0)))
+	if bias {
+		values = addSat(values, int64(max(width, 0)))
+	}
+	return vals(values)
+}
+
+// WindowRows returns the rows of a full window of k mini-batches of batch
+// rows in an epoch of n rows: k·batch, or n if fewer.
+func WindowRows(batch, k, n int) int {
+	return int(min(mulSat(int64(max(k, 0)), int64(max(batch, 0))), int64(max(n, 0))))
 }
 
 // window is the bytes of one window of K mini-batches of width values per
-// row, with its bias vector (an epoch of n rows).
+// row, with its bias vector (an epoch of n rows). It counts one for
+// RBM_1's data windows too, which carry none: a bound a few kilobytes
+// over.
 func (c StageConfig) window(n, width int) int64 {
-	return vals(addSat(mulSat(c.windowRows(n), int64(width)), int64(width)))
+	return WindowBytes(WindowRows(c.BatchSize, c.K, n), width, true)
 }
 
 // runWindows is the windows of a whole run of n rows per epoch: no link
@@ -153,14 +170,16 @@ func (c StageConfig) runWindows(n int) int64 {
 }
 
 // TrainerMemory estimates what Stage i holds to train RBM_i, apart from its
-// input: W_i, A and B_i, the trainer's momentum (velocity) and last good
-// copy of each (3·(V·H + V + H) values), and the CD-k work buffers of one
+// input: W_i, A and B_i, and what rbm.NewTrainer allocates besides
+// (rbm.TrainerValues): the momentum (velocity) and last good copy of each
+// (3·(V·H + V + H) values in all), and the CD-k work buffers of one
 // mini-batch of B rows (B·(V + 3H) + V + 2H values).
 func (c StageConfig) TrainerMemory() Memory {
 	var m Memory
-	i, V, H, B := c.Index, int64(c.Visible), int64(c.Hidden), int64(c.BatchSize)
-	m.Add(fmt.Sprintf("RBM_%d (W_%d and biases, with their momentum and last good copy)", i, i), vals(mulSat(3, c.params())))
-	m.Add(fmt.Sprintf("RBM_%d's CD-k buffers of a mini-batch", i), vals(addSat(mulSat(B, V+3*H), V+2*H)))
+	i := c.Index
+	kept, scratch := rbm.TrainerValues(c.Visible, c.Hidden, c.BatchSize)
+	m.Add(fmt.Sprintf("RBM_%d (W_%d and biases, with their momentum and last good copy)", i, i), vals(addSat(c.params(), kept)))
+	m.Add(fmt.Sprintf("RBM_%d's CD-k buffers of a mini-batch", i), vals(scratch))
 	return m
 }
 
@@ -379,7 +398,7 @@ func GreedyMemory(n int, cfgs []StageConfig) Memory {
 	handOverAt := 0
 	for k, c := range cfgs {
 		m.AddMemory("", c.TrainerMemory())
-		window = max(window, vals(mulSat(c.windowRows(n), int64(c.Visible))))
+		window = max(window, WindowBytes(WindowRows(c.BatchSize, c.K, n), c.Visible, false))
 		if k == len(cfgs)-1 {
 			break
 		}
