@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pipedbn/pipedbn/data"
+	"github.com/pipedbn/pipedbn/finetune"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/rbm"
 )
@@ -383,6 +384,7 @@ const DefaultJoinTimeout = 60 * time.Second
 
 // Defaults returns the configuration a file that names nothing gets.
 func Defaults() map[string]any {
+	ft := finetune.DefaultConfig()
 	return map[string]any{
 		"name":                           "",
 		"seed":                           1,
@@ -430,20 +432,20 @@ func Defaults() map[string]any {
 		"cluster.max_replicas":           8,
 		"cluster.replicate":              ReplicateAny,
 		"cluster.replica_tolerance":      0.0,
-		"finetune.epochs":                10,
-		"finetune.batch_size":            128,
-		"finetune.learning_rate":         0.1,
-		"finetune.momentum":              0.9,
-		"finetune.learning_rate_final":   0.0,
-		"finetune.weight_decay":          0.0,
+		"finetune.epochs":                ft.Epochs,
+		"finetune.batch_size":            ft.BatchSize,
+		"finetune.learning_rate":         ft.LearningRate,
+		"finetune.momentum":              ft.Momentum,
+		"finetune.learning_rate_final":   ft.LearningRateFinal,
+		"finetune.weight_decay":          ft.WeightDecay,
 		"finetune.validation":            0.1,
-		"finetune.patience":              0,
+		"finetune.patience":              ft.Patience,
 		"finetune.init":                  "pretrained",
-		"finetune.dropout":               0.0,
-		"finetune.input_dropout":         0.0,
-		"finetune.average_last":          0,
-		"finetune.max_norm":              0.0,
-		"finetune.label_smoothing":       0.0,
+		"finetune.dropout":               ft.Dropout,
+		"finetune.input_dropout":         ft.InputDropout,
+		"finetune.average_last":          ft.AverageLast,
+		"finetune.max_norm":              ft.MaxNorm,
+		"finetune.label_smoothing":       ft.LabelSmoothing,
 		"output.dir":                     "",
 		"reliability.checkpoint_every":   5,
 		"reliability.lost_after":         "4s",

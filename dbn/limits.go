@@ -270,8 +270,7 @@ func afterPretraining(cfg *config.Config, stages []pipeline.StageConfig, nTrain,
 		// A training mini-batch (its input, with input dropout's noise,
 		// activations and deltas), two evaluators' batches of activations,
 		// the shuffled order.
-		const evalBatch = 256
-		buf := satAdd(pipeline.Float32Bytes(f.BatchSize, 2*sizes[0]+2*widths), pipeline.Float32Bytes(2*evalBatch, widths))
+		buf := satAdd(pipeline.Float32Bytes(f.BatchSize, 2*sizes[0]+2*widths), pipeline.Float32Bytes(2*finetune.EvalBatch, widths))
 		ft.Add("fine-tuning's buffers", satAdd(buf, pipeline.Float32Bytes(2, nTrain)))
 		ftSave.Add("the fine-tuned network", net)
 		ftSave.Add("writing weights.npz after fine-tuning", npzWriting(stages, &net))
