@@ -10,12 +10,16 @@ import (
 	"time"
 
 	"github.com/pipedbn/pipedbn/data"
+	"github.com/pipedbn/pipedbn/finetune"
+	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
 // Config is one experiment: data, network, pre-training, cluster,
 // fine-tuning and output. The zero values of fields are never used directly:
-// Defaults holds the values a config that does not name a key gets.
+// Defaults holds the values a config that does not name a key gets. A
+// field's read tag says which runs read its key, or section (readWhen);
+// one without it, every run.
 type Config struct {
 	// Name names the run and, by default, its output folder runs/<name>.
 	// Default: the config file's base name without extension.
@@ -29,7 +33,7 @@ type Config struct {
 	Finetune Finetune `mapstructure:"finetune"`
 	Output   Output   `mapstructure:"output"`
 	// Reliability configures checkpoints, failure detection and saving.
-	Reliability Reliability `mapstructure:"reliability"`
+	Reliability Reliability `mapstructure:"reliability" read:"pipelined"`
 	// Sweep is only read by `master sweep`; `master run` ignores it.
 	Sweep Sweep `mapstructure:"sweep"`
 	// Monitor says where the master serves its live state. It changes
@@ -123,7 +127,7 @@ type Pretrain struct {
 	BatchSize int `mapstructure:"batch_size"`
 	// KBatches is K: a slave publishes middle results and its hidden biases
 	// every K mini-batches. Default 10.
-	KBatches int `mapstructure:"k_batches"`
+	KBatches int `mapstructure:"k_batches" read:"pipelined"`
 	// CDK is the number of Gibbs steps of contrastive divergence. Default 1.
 	CDK int `mapstructure:"cd_k"`
 	// Middle is what a slave streams as its middle result: probabilities or
@@ -131,7 +135,7 @@ type Pretrain struct {
 	Middle rbm.Middle `mapstructure:"middle"`
 	// LCopy is when RBM_i+1's visible biases take the B_i of a window:
 	// first_window (the default) or every_window (the paper's rule).
-	LCopy LCopy `mapstructure:"l_copy"`
+	LCopy LCopy `mapstructure:"l_copy" read:"pipelined"`
 	// LearningRate goes from 0.015 to 0.002 by default (the paper's Table
 	// 1); both in (0, MaxLearningRate].
 	LearningRate Schedule `mapstructure:"learning_rate"`
@@ -141,7 +145,7 @@ type Pretrain struct {
 	// Default 0.0002.
 	WeightDecay float64 `mapstructure:"weight_decay"`
 	// Settle is the pipelined schedule's settle phase (greedy ignores it).
-	Settle Settle `mapstructure:"settle"`
+	Settle Settle `mapstructure:"settle" read:"pipelined"`
 	// Probe diagnoses the schedule: snapshots of the RBMs over time,
 	// measured on a probe set at the end (result.json rbms[].probe).
 	Probe Probe `mapstructure:"probe"`
@@ -175,20 +179,19 @@ type Settle struct {
 	LearningRate float64 `mapstructure:"learning_rate"`
 	// Schedule is where the settle windows lie: the last of the epochs
 	// (in_epochs), which costs no time, or more windows after them (after),
-	// which a run too brief for in_epochs gets anyway
-	// (pipeline.SettleSchedule). Default in_epochs.
-	Schedule SettleSchedule `mapstructure:"schedule"`
+	// which a run too brief for in_epochs gets anyway. Default in_epochs.
+	Schedule pipeline.SettleSchedule `mapstructure:"schedule"`
 }
 
 // Cluster says where the workers are.
 type Cluster struct {
 	// NatsURL is the NATS server; "" starts an embedded one. Default "".
-	NatsURL string `mapstructure:"nats_url"`
+	NatsURL string `mapstructure:"nats_url" read:"nats"`
 	// Slaves is how many slaves to wait for; 0 runs one local slave per RBM.
-	Slaves int `mapstructure:"slaves"`
+	Slaves int `mapstructure:"slaves" read:"nats"`
 	// JoinTimeout bounds the wait for slaves, and a local slave's wait for
 	// its master. Default DefaultJoinTimeout, 60s.
-	JoinTimeout time.Duration `mapstructure:"join_timeout"`
+	JoinTimeout time.Duration `mapstructure:"join_timeout" read:"nats"`
 	// CPUsPerWorker caps every worker (the greedy trainer, or each slave) at
 	// this many CPUs, fractions allowed (0.5: half a core), emulating a
 	// cluster of equal machines on one box; 0 means no cap. At most
@@ -199,14 +202,14 @@ type Cluster struct {
 	// middle row of the paper's Table 3), against which the greedy trainer
 	// on the same CPUs is compared. It only matters for local slaves
 	// (Slaves 0, transport nats) with CPUsPerWorker > 0. Default false.
-	Colocate bool `mapstructure:"colocate"`
+	Colocate bool `mapstructure:"colocate" read:"colocate"`
 	// Credits bounds the windows in flight on each link between stages: a
 	// producer waits while its consumer holds this many. Default 4.
-	Credits int `mapstructure:"credits"`
+	Credits int `mapstructure:"credits" read:"pipelined"`
 	// Transport of pipelined runs: nats (default; embedded server when
 	// NatsURL is empty) or memory (all stages in the master process, for a
 	// quick single-machine run).
-	Transport Transport `mapstructure:"transport"`
+	Transport Transport `mapstructure:"transport" read:"pipelined"`
 	// Plan lays a pipelined run's RBMs out on its local slave processes:
 	// auto (default: the planner of pipeline/plan picks stage groups, one
 	// process training several consecutive RBMs, and their stage replicas,
@@ -214,39 +217,39 @@ type Cluster struct {
 	// machines), one-per-rbm (the paper's mapping), or explicit stage
 	// groups like "1-2,3x2" (see StageGroups). Slaves started by hand, and
 	// the memory transport, train one RBM each.
-	Plan string `mapstructure:"plan"`
+	Plan string `mapstructure:"plan" read:"pipelined"`
 	// LocalSlaves is how many local slave processes (machines, with
 	// CPUsPerWorker) the plan may use; 0 decides by the plan: one per
 	// explicit group and replica, one per RBM for one-per-rbm or with
 	// CPUsPerWorker (one emulated machine each), and for auto on an
 	// uncapped box (or colocated slaves) one process with every CPU.
-	LocalSlaves int `mapstructure:"local_slaves"`
+	LocalSlaves int `mapstructure:"local_slaves" read:"pipelined"`
 	// MachineCPUs gives each local slave process (machine) its own CPUs,
 	// for unequal machines: [0.45, 0.45, 0.45, 0.225] is four processes,
 	// the last at half the others' speed, and the plan decides what each
 	// trains. Empty (the default): every process has CPUsPerWorker CPUs.
 	// It needs the local slaves (Slaves 0, transport nats) and no
 	// Colocate; greedy pre-training stays on CPUsPerWorker CPUs.
-	MachineCPUs []float64 `mapstructure:"machine_cpus"`
+	MachineCPUs []float64 `mapstructure:"machine_cpus" read:"pipelined"`
 	// SyncEvery is how many windows each stage replica trains between two
 	// averages of its group's parameters. It must divide
 	// reliability.checkpoint_every. Default 1: replicas that train apart
 	// for longer drift apart, and averaging every window costs little time
 	// (docs/results.md, "Stage replicas").
-	SyncEvery int `mapstructure:"sync_every"`
+	SyncEvery int `mapstructure:"sync_every" read:"pipelined"`
 	// MaxReplicas is how many stage replicas cluster.plan = auto may give
 	// a stage group. Default 8: since replicas take a step per sub-batch,
 	// a replicated RBM ends where one slave's does, and a machine more than
 	// the RBMs trains a replica rather than idling; with a cap of 4, plans
 	// for 8 machines ran about 10% slower (measured in
 	// experiments/results/README.md, "Up to 8 replicas by default").
-	MaxReplicas int `mapstructure:"max_replicas"`
+	MaxReplicas int `mapstructure:"max_replicas" read:"pipelined"`
 	// Replicate is which groups those replicas may go to: any (default:
 	// the fastest plans, which may replicate the RBMs below the top too) or
 	// top (the top RBM alone, in a group of its own). Since replicas take a
 	// step per sub-batch neither costs quality where measured, and any is
 	// the faster (experiments/results/replicas_any4/).
-	Replicate Replicate `mapstructure:"replicate"`
+	Replicate Replicate `mapstructure:"replicate" read:"pipelined"`
 	// ReplicaTolerance is how much slower, as a fraction of the fastest
 	// plan's predicted time per window, a plan with fewer stage replicas
 	// may be and still be chosen by cluster.plan = auto: replicas change
@@ -255,7 +258,7 @@ type Cluster struct {
 	// per sub-batch they cost no quality where measured, and a tolerance
 	// lets the calibration's noise pick a slower plan with fewer copies
 	// (measured in experiments/results/machines8/).
-	ReplicaTolerance float64 `mapstructure:"replica_tolerance"`
+	ReplicaTolerance float64 `mapstructure:"replica_tolerance" read:"pipelined"`
 }
 
 // Reliability configures how a pipelined run survives the loss of a
@@ -281,50 +284,50 @@ type Finetune struct {
 	// Epochs of fine-tuning; 0 skips it. Default 10.
 	Epochs int `mapstructure:"epochs"`
 	// BatchSize is the mini-batch size. Default 128.
-	BatchSize int `mapstructure:"batch_size"`
+	BatchSize int `mapstructure:"batch_size" read:"finetune"`
 	// LearningRate of SGD, in (0, MaxLearningRate]. Default 0.1.
-	LearningRate float64 `mapstructure:"learning_rate"`
+	LearningRate float64 `mapstructure:"learning_rate" read:"finetune"`
 	// Momentum of SGD, in [0, 1). Default 0.9.
-	Momentum float64 `mapstructure:"momentum"`
+	Momentum float64 `mapstructure:"momentum" read:"finetune"`
 	// LearningRateFinal, when > 0, is the learning rate of the last epoch,
 	// reached linearly, in (0, MaxLearningRate]; 0 keeps LearningRate.
 	// Default 0.
-	LearningRateFinal float64 `mapstructure:"learning_rate_final"`
+	LearningRateFinal float64 `mapstructure:"learning_rate_final" read:"finetune"`
 	// WeightDecay is the L2 penalty on weights, in [0, 1). Default 0.
-	WeightDecay float64 `mapstructure:"weight_decay"`
+	WeightDecay float64 `mapstructure:"weight_decay" read:"finetune"`
 	// Validation is the fraction of the training examples (the last ones)
 	// held out to pick the best epoch; 0 keeps the last epoch. Default 0.1.
-	Validation float64 `mapstructure:"validation"`
+	Validation float64 `mapstructure:"validation" read:"finetune"`
 	// Patience stops after this many epochs without a better validation
 	// accuracy; 0 never stops early. Default 0.
-	Patience int `mapstructure:"patience"`
+	Patience int `mapstructure:"patience" read:"finetune"`
 	// Init is pretrained (the DBN's weights) or random (the same network
 	// from random weights: the no-pre-training baseline). Default pretrained.
-	Init string `mapstructure:"init"`
+	Init string `mapstructure:"init" read:"finetune"`
 	// Dropout is the probability of dropping a hidden unit from a training
 	// mini-batch; 0 (the default) turns dropout off.
-	Dropout float64 `mapstructure:"dropout"`
+	Dropout float64 `mapstructure:"dropout" read:"finetune"`
 	// InputDropout is the probability of dropping an input value (a pixel)
 	// of a training example from its mini-batch, drawn afresh for every
 	// mini-batch (Hinton et al. 2012's input dropout: a regulariser, not
 	// extra examples); 0 (the default) turns it off.
-	InputDropout float64 `mapstructure:"input_dropout"`
+	InputDropout float64 `mapstructure:"input_dropout" read:"finetune"`
 	// AverageLast, in [0, Epochs], averages the weights and biases at the
 	// end of the last AverageLast epochs (Polyak averaging / stochastic
 	// weight averaging) and evaluates and saves that mean network. It
 	// replaces best-epoch selection (the validation set is still measured
 	// every epoch but chooses nothing) and cannot be combined with
 	// patience. 0 (the default) turns it off.
-	AverageLast int `mapstructure:"average_last"`
+	AverageLast int `mapstructure:"average_last" read:"finetune"`
 	// MaxNorm bounds the L2 norm of every unit's incoming weights: after
 	// each update a longer weight vector is scaled back onto the bound
 	// (Srivastava et al. 2014's max-norm, used with dropout). 0 (the
 	// default) turns it off.
-	MaxNorm float64 `mapstructure:"max_norm"`
+	MaxNorm float64 `mapstructure:"max_norm" read:"finetune"`
 	// LabelSmoothing, in [0, 1), trains against a softened target: the
 	// label gets 1-label_smoothing, every class label_smoothing/classes
 	// more. 0 (the default) trains against the one-hot label.
-	LabelSmoothing float64 `mapstructure:"label_smoothing"`
+	LabelSmoothing float64 `mapstructure:"label_smoothing" read:"finetune"`
 }
 
 // Output says where results go.
@@ -376,6 +379,7 @@ const DefaultJoinTimeout = 60 * time.Second
 
 // Defaults returns the configuration a file that names nothing gets.
 func Defaults() map[string]any {
+	ft := finetune.DefaultConfig()
 	return map[string]any{
 		"name":                           "",
 		"seed":                           1,
@@ -407,7 +411,7 @@ func Defaults() map[string]any {
 		"pretrain.weight_decay":          0.0002,
 		"pretrain.settle.fraction":       0.2,
 		"pretrain.settle.learning_rate":  0.09,
-		"pretrain.settle.schedule":       SettleInEpochs,
+		"pretrain.settle.schedule":       pipeline.SettleInEpochs,
 		"pretrain.probe.rows":            0,
 		"cluster.nats_url":               "",
 		"cluster.slaves":                 0,
@@ -423,20 +427,20 @@ func Defaults() map[string]any {
 		"cluster.max_replicas":           8,
 		"cluster.replicate":              ReplicateAny,
 		"cluster.replica_tolerance":      0.0,
-		"finetune.epochs":                10,
-		"finetune.batch_size":            128,
-		"finetune.learning_rate":         0.1,
-		"finetune.momentum":              0.9,
-		"finetune.learning_rate_final":   0.0,
-		"finetune.weight_decay":          0.0,
+		"finetune.epochs":                ft.Epochs,
+		"finetune.batch_size":            ft.BatchSize,
+		"finetune.learning_rate":         ft.LearningRate,
+		"finetune.momentum":              ft.Momentum,
+		"finetune.learning_rate_final":   ft.LearningRateFinal,
+		"finetune.weight_decay":          ft.WeightDecay,
 		"finetune.validation":            0.1,
-		"finetune.patience":              0,
+		"finetune.patience":              ft.Patience,
 		"finetune.init":                  "pretrained",
-		"finetune.dropout":               0.0,
-		"finetune.input_dropout":         0.0,
-		"finetune.average_last":          0,
-		"finetune.max_norm":              0.0,
-		"finetune.label_smoothing":       0.0,
+		"finetune.dropout":               ft.Dropout,
+		"finetune.input_dropout":         ft.InputDropout,
+		"finetune.average_last":          ft.AverageLast,
+		"finetune.max_norm":              ft.MaxNorm,
+		"finetune.label_smoothing":       ft.LabelSmoothing,
 		"output.dir":                     "",
 		"reliability.checkpoint_every":   5,
 		"reliability.lost_after":         "4s",

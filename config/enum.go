@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/pipedbn/pipedbn/data"
+	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
@@ -84,33 +85,6 @@ func (l LCopy) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 
 // UnmarshalText reads the YAML spelling.
 func (l *LCopy) UnmarshalText(b []byte) error { return enumParse(l, b, lcopyNames, "l_copy") }
-
-// SettleSchedule is where the settle phase's windows lie
-// (pretrain.settle.schedule; pipeline.SettleSchedule).
-type SettleSchedule int
-
-const (
-	// SettleAfter: more windows after the epochs, each RBM settling on
-	// the final middle results of the RBM below it.
-	SettleAfter SettleSchedule = iota
-	// SettleInEpochs: the last windows of the epochs, no more.
-	SettleInEpochs
-)
-
-var settleScheduleNames = []string{SettleAfter: "after", SettleInEpochs: "in_epochs"}
-
-// String returns the YAML spelling: after or in_epochs.
-func (s SettleSchedule) String() string {
-	return enumString(s, settleScheduleNames, "SettleSchedule")
-}
-
-// MarshalText returns the YAML spelling.
-func (s SettleSchedule) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// UnmarshalText reads the YAML spelling.
-func (s *SettleSchedule) UnmarshalText(b []byte) error {
-	return enumParse(s, b, settleScheduleNames, "pretrain.settle.schedule")
-}
 
 // Replicate is which stage groups cluster.plan = auto may give stage
 // replicas (cluster.replicate).
@@ -210,7 +184,7 @@ var enums = []enum{
 		func(c *Config) fmt.Stringer { return c.Pretrain.Middle }},
 	{"pretrain.l_copy", []fmt.Stringer{EveryWindow, FirstWindow}, EveryWindow,
 		func(c *Config) fmt.Stringer { return c.Pretrain.LCopy }},
-	{"pretrain.settle.schedule", []fmt.Stringer{SettleAfter, SettleInEpochs}, SettleInEpochs,
+	{"pretrain.settle.schedule", []fmt.Stringer{pipeline.SettleAfter, pipeline.SettleInEpochs}, pipeline.SettleInEpochs,
 		func(c *Config) fmt.Stringer { return c.Pretrain.Settle.Schedule }},
 	{"cluster.transport", []fmt.Stringer{NATS, Memory}, NATS,
 		func(c *Config) fmt.Stringer { return c.Cluster.Transport }},

@@ -365,8 +365,7 @@ func afterPretraining(cfg *config.Config, stages []pipeline.StageConfig, nTrain,
 		// A training mini-batch (its input, with input dropout's noise,
 		// activations and deltas), two evaluators' batches of activations,
 		// the shuffled order.
-		const evalBatch = 256
-		buf := satAdd(pipeline.Float32Bytes(f.BatchSize, 2*sizes[0]+2*widths), pipeline.Float32Bytes(2*evalBatch, widths))
+		buf := satAdd(pipeline.Float32Bytes(f.BatchSize, 2*sizes[0]+2*widths), pipeline.Float32Bytes(2*finetune.EvalBatch, widths))
 		ft.Add("fine-tuning's buffers", satAdd(buf, pipeline.Float32Bytes(2, nTrain)))
 		ftSave.Add("the fine-tuned network", net)
 		ftSave.Add("writing weights.npz after fine-tuning", npzWriting(stages, &net))
@@ -500,7 +499,7 @@ func checkMessages(cfg *config.Config, replicas []int) error {
 		if cfg.Cluster.Transport == config.Memory {
 			continue // windows are handed over as they are
 		}
-		if w := satAdd(satAdd(pipeline.WindowBytes(s.K, s.BatchSize, nTrain, s.Visible), pipeline.Float32Bytes(s.Visible)), head); w > limit {
+		if w := satAdd(pipeline.WindowBytes(pipeline.WindowRows(s.K, s.BatchSize, nTrain), s.Visible, true), head); w > limit {
 			window := fmt.Sprintf("%d mini-batches of %d rows", s.K, s.BatchSize)
 			if int64(s.K)*int64(s.BatchSize) > int64(nTrain) {
 				window = fmt.Sprintf("the epoch's %d rows (fewer than %s)", nTrain, window)

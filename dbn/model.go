@@ -190,7 +190,7 @@ func (m *Model) Transform(f *data.Features, layer int, finetuned bool) ([]float3
 	if layer < 1 || layer > len(layers) {
 		return nil, 0, fmt.Errorf("--layer %d: the DBN in %s has hidden layers 1..%d (layers %v)", layer, m.Dir, len(layers), m.Layers)
 	}
-	const batch = 256
+	const batch = finetune.EvalBatch // as Predict pushes rows through
 	width := layers[layer-1].Out
 	out := make([]float32, f.Rows*width)
 	widest := 0

@@ -132,17 +132,11 @@ func Stages(cfg *config.Config, n int) []pipeline.StageConfig {
 	return stages
 }
 
-// settleSchedules is pipeline's spelling of each pretrain.settle.schedule.
-var settleSchedules = map[config.SettleSchedule]pipeline.SettleSchedule{
-	config.SettleAfter:    pipeline.SettleAfter,
-	config.SettleInEpochs: pipeline.SettleInEpochs,
-}
-
 // PlanSettle plans the settle phase of cfg's pipelined schedule over n
 // examples into stages (pretrain.settle).
 func PlanSettle(stages []pipeline.StageConfig, cfg *config.Config, n int) {
 	s := cfg.Pretrain.Settle
-	pipeline.PlanSettle(stages, n, s.Fraction, s.LearningRate, settleSchedules[s.Schedule])
+	pipeline.PlanSettle(stages, n, s.Fraction, s.LearningRate, s.Schedule)
 }
 
 // Run runs the experiment cfg describes and writes result.json and
@@ -202,7 +196,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 	log.Info("data loaded", "source", train.Name, "train", train.N, "test", test.N, "dim", train.Dim, "seconds", time.Since(t0).Seconds())
 
 	stageCfgs := Stages(cfg, train.N)
-	if st := stageCfgs[0].Settle; cfg.Pretrain.Settle.Schedule == config.SettleInEpochs && st.Windows > 0 {
+	if st := stageCfgs[0].Settle; cfg.Pretrain.Settle.Schedule == pipeline.SettleInEpochs && st.Windows > 0 {
 		log.Info("the settle phase's windows would take more than this brief run can spare of its epochs: they go after them, as pretrain.settle.schedule after has them",
 			"windows", st.Windows, "epochs_windows", st.From, "most_in_epochs", pipeline.MaxInEpochs)
 	}

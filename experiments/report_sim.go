@@ -131,7 +131,7 @@ func (a *analysis) simulate(md *strings.Builder, add plotAdder) {
 	cfg := a.ok[gc][0].Config
 	k := cfg.Pretrain.KBatches
 	windows := simEpochs * (((simTrain+simBatch-1)/simBatch + k - 1) / k)
-	rows := float64(k * simBatch)
+	rows := k * simBatch
 	machine := cfg.Cluster.CPUsPerWorker
 	type speed struct {
 		name   string
@@ -168,11 +168,9 @@ func (a *analysis) simulate(md *strings.Builder, add plotAdder) {
 				layers = append(layers, simUnits)
 			}
 			job := base.job.WithRate(median(rate)).Resize(layers)
-			job.Windows, job.InBytes = windows, 4*rows*float64(layers[0])
+			job.Windows = windows
+			job.setWindowRows(rows)
 			for i := range job.Stages {
-				if job.Stages[i].OutBytes > 0 {
-					job.Stages[i].OutBytes = 4 * (rows*float64(job.Stages[i].Hidden) + float64(job.Stages[i].Hidden))
-				}
 				// Transforms pass the whole training set up: scale them to it.
 				job.Stages[i].Transform *= float64(simTrain) / float64(a.ok[gc][0].Result.Data.Train)
 			}

@@ -220,13 +220,8 @@ func windowsOf(cfg *config.Config, n int) (epoch, epochs, settle int) {
 // follow from the layer sizes (float32 middle results and biases).
 func SimJobFromGreedy(cfg *config.Config, res *dbn.Result) SimJob {
 	p := cfg.Pretrain
-	rows := float64(p.KBatches * p.BatchSize)
-	if n := float64(res.Data.Train); n < rows {
-		rows = n
-	}
 	epoch, trained, settle := windowsOf(cfg, res.Data.Train)
-	j := SimJob{Windows: trained, Settle: settle, EpochWindows: epoch, Credits: cfg.Cluster.Credits,
-		InBytes: 4 * rows * float64(res.Layers[0])}
+	j := SimJob{Windows: trained, Settle: settle, EpochWindows: epoch, Credits: cfg.Cluster.Credits}
 	busy, size := 0.0, 0.0
 	for i, b := range res.RBMs {
 		busy += b.BusySeconds
@@ -237,15 +232,34 @@ func SimJobFromGreedy(cfg *config.Config, res *dbn.Result) SimJob {
 	rest := math.Max(0, res.PretrainSeconds-busy)
 	for i, b := range res.RBMs {
 		s := SimStage{Visible: b.Visible, Hidden: b.Hidden, Compute: b.BusySeconds / float64(j.Windows)}
-		if i < len(res.RBMs)-1 {
-			s.OutBytes = 4 * (rows*float64(b.Hidden) + float64(b.Hidden))
-			if size > 0 {
-				s.Transform = rest * float64(b.Visible*b.Hidden) / size
-			}
+		if i < len(res.RBMs)-1 && size > 0 {
+			s.Transform = rest * float64(b.Visible*b.Hidden) / size
 		}
 		j.Stages = append(j.Stages, s)
 	}
+	j.setWindowRows(pipeline.WindowRows(p.KBatches, p.BatchSize, res.Data.Train))
 	return j
+}
+
+// setWindowRows sizes j's messages for windows of rows rows
+// (pipeline.WindowBytes): the data windows of RBM_1's width the master
+// streams, and each stage's middle results and B_i but the top's.
+func (j *SimJob) setWindowRows(rows int) {
+	if len(j.Stages) == 0 {
+		return
+	}
+	j.InBytes = float64(pipeline.WindowBytes(rows, j.Stages[0].Visible, false))
+	for i := range j.Stages {
+		j.Stages[i].OutBytes = 0
+		if i < len(j.Stages)-1 {
+			j.Stages[i].OutBytes = float64(pipeline.WindowBytes(rows, j.Stages[i].Hidden, true))
+		}
+	}
+}
+
+// windowRows is the rows of j's windows, as setWindowRows sized them.
+func (j SimJob) windowRows() int {
+	return int(math.Round(j.InBytes / float64(pipeline.WindowBytes(1, j.Stages[0].Visible, false))))
 }
 
 // Resize returns a job for the DBN layers from a measured one: compute and
@@ -255,8 +269,6 @@ func SimJobFromGreedy(cfg *config.Config, res *dbn.Result) SimJob {
 func (j SimJob) Resize(layers []int) SimJob {
 	out := j
 	out.Stages = nil
-	rows := j.InBytes / 4 / float64(j.Stages[0].Visible)
-	out.InBytes = 4 * rows * float64(layers[0])
 	for i := 1; i < len(layers); i++ {
 		v, h := layers[i-1], layers[i]
 		ref := j.Stages[min(i-1, len(j.Stages)-1)]
@@ -267,11 +279,11 @@ func (j SimJob) Resize(layers []int) SimJob {
 		f := float64(v*h) / float64(ref.Visible*ref.Hidden)
 		s := SimStage{Visible: v, Hidden: h, Compute: ref.Compute * f}
 		if i < len(layers)-1 {
-			s.OutBytes = 4 * (rows*float64(h) + float64(h))
 			s.Transform = meanTransform(j.Stages) * float64(v*h)
 		}
 		out.Stages = append(out.Stages, s)
 	}
+	out.setWindowRows(j.windowRows())
 	return out
 }
 

@@ -120,7 +120,7 @@ func PlanSweep(cfg *config.Config, dir string) (*SweepPlan, error) {
 			msg := strings.TrimPrefix(err.Error(), "config "+file+": ")
 			return nil, fmt.Errorf("config %s: sweep run %s: %s", file, strings.Join(sets, " "), msg)
 		}
-		ignored := ignoredKeys(c)
+		ignored := c.Unread()
 		cb := combo{cfg: c, values: make([]string, len(axes))}
 		var parts []string
 		for i, key := range plan.Keys {
@@ -179,34 +179,6 @@ func PlanSweep(cfg *config.Config, dir string) (*SweepPlan, error) {
 		}
 	}
 	return plan, nil
-}
-
-// ignoredKeys returns the config keys (or sections) a run of c does not
-// read, so that a sweep need not run it once per value of them.
-func ignoredKeys(c *config.Config) []string {
-	var ks []string
-	cl := c.Cluster
-	switch {
-	case c.Pretrain.Mode == config.Greedy:
-		// One trainer in this process; K only groups its mini-batches;
-		// no slaves to lose, no checkpoints.
-		ks = append(ks, "cluster.nats_url", "cluster.slaves", "cluster.join_timeout", "cluster.credits",
-			"cluster.transport", "cluster.colocate", "pretrain.k_batches", "pretrain.settle", "pretrain.l_copy",
-			"cluster.plan", "cluster.local_slaves", "cluster.machine_cpus", "cluster.sync_every", "cluster.max_replicas", "cluster.replicate", "cluster.replica_tolerance", "reliability")
-	case cl.Transport == config.Memory:
-		ks = append(ks, "cluster.nats_url", "cluster.slaves", "cluster.join_timeout", "cluster.colocate")
-	case cl.Slaves > 0 || cl.CPUsPerWorker == 0:
-		// Remote slaves, or local ones without a CPU cap: nothing to share.
-		ks = append(ks, "cluster.colocate")
-	}
-	if c.Finetune.Epochs == 0 {
-		for _, k := range config.Keys() {
-			if strings.HasPrefix(k, "finetune.") && k != "finetune.epochs" {
-				ks = append(ks, k)
-			}
-		}
-	}
-	return ks
 }
 
 // ignoredBy reports whether key is one of ignored or inside one of them.

@@ -22,6 +22,7 @@ import (
 	"github.com/pipedbn/pipedbn/dbn"
 	"github.com/pipedbn/pipedbn/internal/atomicfile"
 	"github.com/pipedbn/pipedbn/monitor"
+	"github.com/pipedbn/pipedbn/pipeline"
 )
 
 // RunStatus is what became of one run of a sweep.
@@ -124,7 +125,7 @@ func (s stamp) mended() stamp {
 // settleScheduleBefore is what pretrain.settle.schedule, added with a
 // default that changed the schedule, was before it: a stamp without the
 // key ran as this.
-const settleScheduleBefore = config.SettleAfter
+const settleScheduleBefore = pipeline.SettleAfter
 
 // RunSweep runs every run of plan that has no complete result.json yet (or
 // one from a different configuration), each as its own `master run` process

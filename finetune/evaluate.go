@@ -34,7 +34,7 @@ type evaluator struct {
 }
 
 func newEvaluator(n *Network) *evaluator {
-	return &evaluator{net: n, acts: newActivations(n, evalBatch)}
+	return &evaluator{net: n, acts: newActivations(n, EvalBatch)}
 }
 
 // run counts the correct predictions on s and, when confusion is not nil,

@@ -12,7 +12,7 @@ import (
 
 func TestEvaluate(t *testing.T) {
 	t.Parallel()
-	_, test := data.SyntheticPair(4, 0, 2*evalBatch+17, 20, 5)
+	_, test := data.SyntheticPair(4, 0, 2*EvalBatch+17, 20, 5)
 	tests := []struct {
 		name string
 		set  *data.Set
@@ -77,7 +77,7 @@ func TestEvaluate(t *testing.T) {
 			if e.Accuracy != wantAcc {
 				t.Errorf("Accuracy = %v; want %v", e.Accuracy, wantAcc)
 			}
-			if tt.set.N > evalBatch && (e.Accuracy == 0 || e.Accuracy == 1 || math.IsNaN(e.Accuracy)) {
+			if tt.set.N > EvalBatch && (e.Accuracy == 0 || e.Accuracy == 1 || math.IsNaN(e.Accuracy)) {
 				t.Errorf("Accuracy = %v: the test network is degenerate", e.Accuracy)
 			}
 		})
@@ -91,8 +91,8 @@ func TestEvaluateAllocs(t *testing.T) {
 		t.Skip("gonum's Sgemm starts goroutines for large products, allocating on every call; the OpenBLAS build runs this test")
 	}
 	n := Random([]int{20, 12}, 5, 9)
-	_, big := data.SyntheticPair(4, 0, 10*evalBatch, 20, 5)
-	small := big.Limit(evalBatch / 2)
+	_, big := data.SyntheticPair(4, 0, 10*EvalBatch, 20, 5)
+	small := big.Limit(EvalBatch / 2)
 	count := func(s *data.Set) float64 {
 		return testing.AllocsPerRun(5, func() { n.Evaluate(s) })
 	}

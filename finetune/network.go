@@ -302,10 +302,11 @@ func argmax(z []float32) int {
 	return best
 }
 
-// evalBatch is how many rows Evaluate and Predict push through the network
+// EvalBatch is how many rows Evaluate and Predict push through the network
 // at once: big enough for efficient GEMMs, small enough that the buffers
-// (about 3 MB for 784-500-500-2000) don't grow with the data set.
-const evalBatch = 256
+// (about 3 MB for 784-500-500-2000) don't grow with the data set. Memory
+// estimates count their buffers by it.
+const EvalBatch = 256
 
 // Predict writes into dst[:rows] the most probable class of each of the rows
 // examples in x (rows x Inputs, row-major), the argmax of the output layer's
@@ -319,7 +320,7 @@ func (n *Network) Predict(dst []int, x []float32, rows int) {
 	if rows == 0 {
 		return
 	}
-	a := newActivations(n, min(rows, evalBatch))
+	a := newActivations(n, min(rows, EvalBatch))
 	c := n.Out.Out
 	for lo := 0; lo < rows; lo += a.rows {
 		k := min(a.rows, rows-lo)

@@ -257,7 +257,7 @@ func TestNetworkPanics(t *testing.T) {
 func TestPredict(t *testing.T) {
 	t.Parallel()
 	// More rows than one evaluation batch, and not a multiple of it.
-	for _, rows := range []int{1, 7, evalBatch, 2*evalBatch + 3} {
+	for _, rows := range []int{1, 7, EvalBatch, 2*EvalBatch + 3} {
 		t.Run(fmt.Sprint(rows), func(t *testing.T) {
 			t.Parallel()
 			n := FromPretrained(randomLayers(5, []int{12, 9}, 1), 5, 1)

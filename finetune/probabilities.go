@@ -18,7 +18,7 @@ func (n *Network) Probabilities(dst, x []float32, rows int) {
 	if rows == 0 {
 		return
 	}
-	a := newActivations(n, min(rows, evalBatch))
+	a := newActivations(n, min(rows, EvalBatch))
 	for lo := 0; lo < rows; lo += a.rows {
 		k := min(a.rows, rows-lo)
 		n.forward(a, x[lo*in:(lo+k)*in], k)

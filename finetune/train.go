@@ -13,7 +13,7 @@ import (
 )
 
 // Config is how Train fine-tunes a network. The zero value is not valid:
-// BatchSize and LearningRate must be set (DefaultConfig gives the contract's
+// BatchSize and LearningRate must be set (DefaultConfig gives the
 // defaults).
 type Config struct {
 	// Epochs is the number of passes over the training set; 0 trains
@@ -81,7 +81,8 @@ type Config struct {
 	LabelSmoothing float64
 }
 
-// DefaultConfig returns the contract's fine-tuning defaults: 10 epochs,
+// DefaultConfig returns the fine-tuning defaults, those of the config's
+// finetune keys too (config.Defaults takes them from here): 10 epochs,
 // batches of 128, learning rate 0.1, momentum 0.9, no weight decay, no early
 // stopping, seed 1.
 func DefaultConfig() Config {

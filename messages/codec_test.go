@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -145,6 +146,43 @@ func TestKindString(t *testing.T) {
 		}
 		if !k.valid() && m != nil {
 			t.Errorf("newMessage(%v) = %v; want nil", k, m)
+		}
+	}
+}
+
+// TestKindRoutes checks the routes of every kind in use, as transports
+// split them among their channels (natsnet's subjects).
+func TestKindRoutes(t *testing.T) {
+	t.Parallel()
+	want := map[Route][]Kind{
+		Join:       {KindRegister},
+		Control:    {KindAssign, KindStop, KindCheckpoint, KindCheckpointAck, KindAdmission, KindParams},
+		Report:     {KindStatus, KindWeights, KindError, KindCheckpoint, KindParams},
+		Downstream: {KindChunk, KindEndOfStream},
+		Upstream:   {KindCredit},
+	}
+	for r, kinds := range want {
+		if got := KindsOn(r); !slices.Equal(got, kinds) {
+			t.Errorf("KindsOn(%v) = %v; want %v", r, got, kinds)
+		}
+	}
+	all := Kinds()
+	if len(all) != 13 || all[0] != KindRegister || all[len(all)-1] != KindParams {
+		t.Errorf("Kinds() = %v; want the 13 kinds in use, register to params", all)
+	}
+	for _, k := range all {
+		if k.Routes() == 0 {
+			t.Errorf("%v.Routes() = 0; want a route", k)
+		}
+	}
+	for _, k := range []Kind{0, kindRetired4, kindRetired10, kindEnd} {
+		if r := k.Routes(); r != 0 || slices.Contains(all, k) {
+			t.Errorf("Kind(%d): Routes() = %v, in Kinds() %t; want neither", uint8(k), r, slices.Contains(all, k))
+		}
+	}
+	for r, want := range map[Route]string{0: "none", Join: "join", Control | Report: "control+report", 0x80: "Route(0x80)"} {
+		if got := r.String(); got != want {
+			t.Errorf("Route(%#x).String() = %q; want %q", uint8(r), got, want)
 		}
 	}
 }

@@ -3,60 +3,140 @@ package messages
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Kind identifies the type of a Message on the wire. The zero Kind is
 // invalid, so an unset kind byte never decodes.
 type Kind uint8
 
-// The message kinds. Their numbers are part of the wire format: append new
-// kinds at the end, never reorder, and never reuse a retired number.
+// The message kinds, each described, with the routes it travels, in
+// kindInfo. Their numbers are part of the wire format: append new kinds at
+// the end, never reorder, and never reuse a retired number.
 const (
-	KindRegister      Kind = iota + 1 // slave -> master: a slave joins
-	KindAssign                        // master -> slave: train RBM_i
-	KindChunk                         // slave i -> slave i+1: middle result and B_i
-	kindRetired4                      // end-of-epoch until format 2; Decode rejects it
-	KindEndOfStream                   // slave i -> slave i+1: no more windows
-	KindCredit                        // slave i+1 -> slave i: flow control
-	KindStatus                        // slave -> master: progress
-	KindWeights                       // slave -> master: the trained RBM
-	KindError                         // slave -> master: training failed or stopped
-	kindRetired10                     // heartbeat until format 2; Decode rejects it
-	KindStop                          // master -> slaves: abandon the run
-	KindCheckpoint                    // slave -> master -> replacement slave: RBM_i's state
-	KindCheckpointAck                 // master -> slave: a checkpoint is stored
-	KindAdmission                     // master -> slave: the answer to a Register
-	KindParams                        // replica -> master -> replicas: parameters to average
-	kindEnd                           // one past the last kind
+	KindRegister Kind = iota + 1
+	KindAssign
+	KindChunk
+	kindRetired4 // end-of-epoch until format 2; Decode rejects it
+	KindEndOfStream
+	KindCredit
+	KindStatus
+	KindWeights
+	KindError
+	kindRetired10 // heartbeat until format 2; Decode rejects it
+	KindStop
+	KindCheckpoint
+	KindCheckpointAck
+	KindAdmission
+	KindParams
+	kindEnd // one past the last kind
 )
 
-// kindNames names the kinds in use; retired kinds have none.
-var kindNames = [...]string{
-	KindRegister:      "register",
-	KindAssign:        "assign",
-	KindChunk:         "chunk",
-	KindEndOfStream:   "end-of-stream",
-	KindCredit:        "credit",
-	KindStatus:        "status",
-	KindWeights:       "weights",
-	KindError:         "error",
-	KindStop:          "stop",
-	KindCheckpoint:    "checkpoint",
-	KindCheckpointAck: "checkpoint-ack",
-	KindAdmission:     "admission",
-	KindParams:        "params",
+// Route is a way messages travel between the master and the slaves; a set
+// of them where a kind travels more than one. A transport may give each
+// route its own channel (NATS: its own subjects) and accept on it the
+// kinds KindsOn lists only.
+type Route uint8
+
+const (
+	// Join is a slave's way to the master before it has a place in a run.
+	Join Route = 1 << iota
+	// Control is the master's way to one slave.
+	Control
+	// Report is a slave's way to the master within a run.
+	Report
+	// Downstream is a link's way from producer to consumer (the master
+	// is RBM_1's producer): the windows.
+	Downstream
+	// Upstream is a link's way from consumer to producer: the credits.
+	Upstream
+	routeEnd
+)
+
+var routeNames = [...]string{"join", "control", "report", "downstream", "upstream"}
+
+// String names the routes of r joined by "+", such as "control+report",
+// or "none".
+func (r Route) String() string {
+	var names []string
+	for i, n := range routeNames {
+		if r&(1<<i) != 0 {
+			names = append(names, n)
+		}
+	}
+	if r >= routeEnd {
+		names = append(names, fmt.Sprintf("Route(%#x)", uint8(r&^(routeEnd-1))))
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, "+")
+}
+
+// kindInfo is each kind in use: its name, the routes it travels and a new
+// zero message of it. Retired kinds have none.
+var kindInfo = [...]struct {
+	name   string
+	routes Route
+	new    func() Message
+}{
+	KindRegister:      {"register", Join, func() Message { return new(Register) }},                 // a slave joins
+	KindAssign:        {"assign", Control, func() Message { return new(Assign) }},                  // train RBM_i
+	KindChunk:         {"chunk", Downstream, func() Message { return new(Chunk) }},                 // a window: middle result and B_i
+	KindEndOfStream:   {"end-of-stream", Downstream, func() Message { return new(EndOfStream) }},   // no more windows
+	KindCredit:        {"credit", Upstream, func() Message { return new(Credit) }},                 // flow control
+	KindStatus:        {"status", Report, func() Message { return new(Status) }},                   // progress
+	KindWeights:       {"weights", Report, func() Message { return new(Weights) }},                 // the trained RBM
+	KindError:         {"error", Report, func() Message { return new(Error) }},                     // training failed or stopped
+	KindStop:          {"stop", Control, func() Message { return new(Stop) }},                      // abandon the run
+	KindCheckpoint:    {"checkpoint", Report | Control, func() Message { return new(Checkpoint) }}, // RBM_i's state, on to a replacement slave
+	KindCheckpointAck: {"checkpoint-ack", Control, func() Message { return new(CheckpointAck) }},   // a checkpoint is stored
+	KindAdmission:     {"admission", Control, func() Message { return new(Admission) }},            // the answer to a Register
+	KindParams:        {"params", Report | Control, func() Message { return new(Params) }},         // a replica's parameters to average, and the mean back
+}
+
+// Kinds returns the kinds in use, in number order: not the retired ones.
+func Kinds() []Kind {
+	var ks []Kind
+	for k := range kindEnd {
+		if k.valid() {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// KindsOn returns the kinds that travel route r (any of its routes, for a
+// set), in number order.
+func KindsOn(r Route) []Kind {
+	var ks []Kind
+	for _, k := range Kinds() {
+		if k.Routes()&r != 0 {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// Routes returns the routes messages of kind k travel; 0 for an unknown or
+// retired kind.
+func (k Kind) Routes() Route {
+	if k.valid() {
+		return kindInfo[k].routes
+	}
+	return 0
 }
 
 // String returns the kind's lower-case name, such as "chunk", or "Kind(N)"
 // for an unknown or retired kind.
 func (k Kind) String() string {
 	if k.valid() {
-		return kindNames[k]
+		return kindInfo[k].name
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
-func (k Kind) valid() bool { return k < kindEnd && kindNames[k] != "" }
+func (k Kind) valid() bool { return k < kindEnd && kindInfo[k].name != "" }
 
 // Message is one thing master and slaves say to each other: a pointer to one
 // of the structs of this package (*Register, *Assign, *Chunk, ...). The
@@ -76,33 +156,8 @@ type Message interface {
 // newMessage returns a zero message of kind k, or nil for an unknown or
 // retired kind.
 func newMessage(k Kind) Message {
-	switch k {
-	case KindRegister:
-		return new(Register)
-	case KindAssign:
-		return new(Assign)
-	case KindChunk:
-		return new(Chunk)
-	case KindEndOfStream:
-		return new(EndOfStream)
-	case KindCredit:
-		return new(Credit)
-	case KindStatus:
-		return new(Status)
-	case KindWeights:
-		return new(Weights)
-	case KindError:
-		return new(Error)
-	case KindStop:
-		return new(Stop)
-	case KindCheckpoint:
-		return new(Checkpoint)
-	case KindCheckpointAck:
-		return new(CheckpointAck)
-	case KindAdmission:
-		return new(Admission)
-	case KindParams:
-		return new(Params)
+	if k.valid() {
+		return kindInfo[k].new()
 	}
 	return nil
 }

@@ -24,17 +24,24 @@ func WindowRows(k, batchSize, n int) int {
 	return int(min(mulSat(int64(k), int64(batchSize)), int64(n)))
 }
 
-// WindowBytes is the bytes of a full window (WindowRows) of width float32
-// values per row, saturating at math.MaxInt64.
-func WindowBytes(k, batchSize, n, width int) int64 {
-	return Float32Bytes(WindowRows(k, batchSize, n), width)
+// WindowBytes returns the bytes of a window of rows rows of width float32
+// values, with its bias vector B_i (width values more) when bias is set: a
+// window of middle results, which a data window for RBM_1 lacks. The memory
+// estimate, the checks, the planner (package plan) and the simulator
+// (experiments) all size a window by it. It saturates at math.MaxInt64.
+func WindowBytes(rows, width int, bias bool) int64 {
+	values := mulSat(int64(max(rows, 0)), int64(max(width, 0)))
+	if bias {
+		values = addSat(values, int64(max(width, 0)))
+	}
+	return vals(values)
 }
 
 // LinkCredits is the credits of the link into RBM c.Index in a run over n
 // rows: credits, fewer where its windows are long, as many as fit in
 // budget bytes of windows in flight, and at least one.
 func LinkCredits(credits int, c StageConfig, n int, budget int64) int {
-	window := WindowBytes(c.K, c.BatchSize, n, c.Visible)
+	window := WindowBytes(WindowRows(c.K, c.BatchSize, n), c.Visible, false)
 	if window <= 0 {
 		return credits
 	}

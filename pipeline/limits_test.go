@@ -21,11 +21,11 @@ func TestWindowRows(t *testing.T) {
 			t.Errorf("WindowRows(%d, %d, %d) = %d; want %d", tc.k, tc.batch, tc.n, got, tc.want)
 		}
 	}
-	if got, want := WindowBytes(100000, 256, 60000, 784), int64(4*60000*784); got != want {
-		t.Errorf("WindowBytes(100000, 256, 60000, 784) = %d; want %d", got, want)
+	if got, want := WindowBytes(WindowRows(100000, 256, 60000), 784, false), int64(4*60000*784); got != want {
+		t.Errorf("WindowBytes(WindowRows(100000, 256, 60000), 784, false) = %d; want %d", got, want)
 	}
-	if got := WindowBytes(math.MaxInt, math.MaxInt, math.MaxInt, math.MaxInt); got != math.MaxInt64 {
-		t.Errorf("WindowBytes(MaxInt...) = %d; want it to saturate at %d", got, int64(math.MaxInt64))
+	if got := WindowBytes(WindowRows(math.MaxInt, math.MaxInt, math.MaxInt), math.MaxInt, true); got != math.MaxInt64 {
+		t.Errorf("WindowBytes(WindowRows(MaxInt...), MaxInt, true) = %d; want it to saturate at %d", got, int64(math.MaxInt64))
 	}
 }
 

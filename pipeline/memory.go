@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"sort"
 	"strings"
+
+	"github.com/pipedbn/pipedbn/rbm"
 )
 
 // Memory is an estimate of the bytes one process, or one worker in it,
@@ -132,9 +134,11 @@ func (c StageConfig) params() int64 {
 }
 
 // window is the bytes of one window of K mini-batches of width values per
-// row (WindowBytes), with its bias vector (an epoch of n rows).
+// row, with its bias vector (an epoch of n rows). It counts one for
+// RBM_1's data windows too, which carry none: a bound a few kilobytes
+// over.
 func (c StageConfig) window(n, width int) int64 {
-	return addSat(WindowBytes(c.K, c.BatchSize, n, width), Float32Bytes(width))
+	return WindowBytes(WindowRows(c.K, c.BatchSize, n), width, true)
 }
 
 // runWindows is the windows of a whole run of n rows per epoch: no link
@@ -147,14 +151,16 @@ func (c StageConfig) runWindows(n int) int64 {
 }
 
 // TrainerMemory estimates what Stage i holds to train RBM_i, apart from its
-// input: W_i, A and B_i, the trainer's momentum (velocity) and last good
-// copy of each (3·(V·H + V + H) values), and the CD-k work buffers of one
+// input: W_i, A and B_i, and what rbm.NewTrainer allocates besides
+// (rbm.TrainerValues): the momentum (velocity) and last good copy of each
+// (3·(V·H + V + H) values in all), and the CD-k work buffers of one
 // mini-batch of B rows (B·(V + 3H) + V + 2H values).
 func (c StageConfig) TrainerMemory() Memory {
 	var m Memory
-	i, V, H, B := c.Index, int64(c.Visible), int64(c.Hidden), int64(c.BatchSize)
-	m.Add(fmt.Sprintf("RBM_%d (W_%d and biases, with their momentum and last good copy)", i, i), vals(mulSat(3, c.params())))
-	m.Add(fmt.Sprintf("RBM_%d's CD-k buffers of a mini-batch", i), vals(addSat(mulSat(B, V+3*H), V+2*H)))
+	i := c.Index
+	kept, scratch := rbm.TrainerValues(c.Visible, c.Hidden, c.BatchSize)
+	m.Add(fmt.Sprintf("RBM_%d (W_%d and biases, with their momentum and last good copy)", i, i), vals(addSat(c.params(), kept)))
+	m.Add(fmt.Sprintf("RBM_%d's CD-k buffers of a mini-batch", i), vals(scratch))
 	return m
 }
 
@@ -373,7 +379,7 @@ func GreedyMemory(n int, cfgs []StageConfig) Memory {
 	handOverAt := 0
 	for k, c := range cfgs {
 		m.AddMemory("", c.TrainerMemory())
-		window = max(window, WindowBytes(c.K, c.BatchSize, n, c.Visible))
+		window = max(window, WindowBytes(WindowRows(c.K, c.BatchSize, n), c.Visible, false))
 		if k == len(cfgs)-1 {
 			break
 		}

@@ -209,3 +209,29 @@ func TestEstimatesBoundMeasuredHeap(t *testing.T) {
 	}
 	checkBound(t, "a Stage training RBM_1", c.TrainerMemory().Total(), got)
 }
+
+func TestWindowBytes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		rows, width int
+		bias        bool
+		want        int64
+	}{
+		{2560, 784, false, 4 * 2560 * 784},
+		{2560, 500, true, 4 * (2560*500 + 500)},
+		{0, 500, true, 4 * 500},
+		{10, 0, true, 0},
+		{math.MaxInt, math.MaxInt, false, math.MaxInt64},
+	} {
+		if got := WindowBytes(tc.rows, tc.width, tc.bias); got != tc.want {
+			t.Errorf("WindowBytes(%d, %d, %t) = %d; want %d", tc.rows, tc.width, tc.bias, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ batch, k, n, want int }{
+		{256, 10, 60000, 2560}, {256, 10, 1000, 1000}, {256, 10, 0, 0}, {math.MaxInt, 2, 7, 7},
+	} {
+		if got := WindowRows(tc.k, tc.batch, tc.n); got != tc.want {
+			t.Errorf("WindowRows(%d, %d, %d) = %d; want %d", tc.k, tc.batch, tc.n, got, tc.want)
+		}
+	}
+}

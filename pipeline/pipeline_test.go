@@ -478,3 +478,29 @@ func TestSettleRate(t *testing.T) {
 		t.Error("a settle window trained otherwise than a mini-batch at a time at the settle rates")
 	}
 }
+
+// TestSettleScheduleText checks the config spelling of each schedule both
+// ways: config and result.json read and write it through these methods.
+func TestSettleScheduleText(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		s    SettleSchedule
+		text string
+	}{{SettleAfter, "after"}, {SettleInEpochs, "in_epochs"}} {
+		b, err := tc.s.MarshalText()
+		if err != nil || string(b) != tc.text {
+			t.Errorf("%d.MarshalText() = %q, %v; want %q", int(tc.s), b, err, tc.text)
+		}
+		var got SettleSchedule
+		if err := got.UnmarshalText([]byte(tc.text)); err != nil || got != tc.s {
+			t.Errorf("UnmarshalText(%q) = %v, %v; want %v", tc.text, got, err, tc.s)
+		}
+	}
+	var s SettleSchedule
+	if err := s.UnmarshalText([]byte("before")); err == nil {
+		t.Errorf("UnmarshalText(%q) = nil error; want one", "before")
+	}
+	if got, want := SettleSchedule(7).String(), "SettleSchedule(7)"; got != want {
+		t.Errorf("SettleSchedule(7).String() = %q; want %q", got, want)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/pipedbn/pipedbn/rbm"
@@ -85,6 +86,32 @@ const (
 	// without a settle phase, at its final rate in the last epoch.
 	SettleInEpochs
 )
+
+var settleScheduleNames = []string{SettleAfter: "after", SettleInEpochs: "in_epochs"}
+
+// String returns the config spelling (pretrain.settle.schedule): after or
+// in_epochs.
+func (s SettleSchedule) String() string {
+	if s >= 0 && int(s) < len(settleScheduleNames) {
+		return settleScheduleNames[s]
+	}
+	return fmt.Sprintf("SettleSchedule(%d)", int(s))
+}
+
+// MarshalText returns the config spelling, so that JSON (result.json, the
+// config as sweeps and resumed runs record it) spells a schedule as YAML
+// does.
+func (s SettleSchedule) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText reads the config spelling.
+func (s *SettleSchedule) UnmarshalText(b []byte) error {
+	i := slices.Index(settleScheduleNames, string(b))
+	if i < 0 {
+		return fmt.Errorf("pipeline: unknown settle schedule %q (want after or in_epochs)", b)
+	}
+	*s = SettleSchedule(i)
+	return nil
+}
 
 // MinSettleWindows is the fewest settle windows F of a stage above the
 // first, however brief the run: an RBM needs a few windows to settle from

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/pipedbn/pipedbn/blas"
 )
@@ -104,6 +105,36 @@ func NewTrainer(r *RBM, batchSize, cdK int, seed uint64) *Trainer {
 	t.rng.Seed(seed)
 	t.Commit()
 	return t
+}
+
+// TrainerValues returns the float32 values NewTrainer allocates for a
+// visible x hidden RBM with room for batches of batch rows, besides the RBM
+// itself: kept, the momentum and the last good copy of W, A and B
+// (2·(V·H + V + H)), and scratch, the buffers of a CD-k step
+// (batch·(V + 3H) + V + 2H). Memory estimates count a trainer by it; both
+// saturate at math.MaxInt64, so that an absurd shape never counts small.
+func TrainerValues(visible, hidden, batch int) (kept, scratch int64) {
+	V, H, B := int64(max(visible, 0)), int64(max(hidden, 0)), int64(max(batch, 0))
+	kept = mulSat(2, addSat(mulSat(V, H), addSat(V, H)))
+	scratch = addSat(mulSat(B, addSat(V, mulSat(3, H))), addSat(V, mulSat(2, H)))
+	return kept, scratch
+}
+
+// addSat adds non-negative a and b, saturating at math.MaxInt64.
+func addSat(a, b int64) int64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxInt64
+}
+
+// mulSat multiplies non-negative a and b, saturating at math.MaxInt64.
+func mulSat(a, b int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi != 0 || lo > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(lo)
 }
 
 // RBM returns the RBM t trains.

@@ -3,6 +3,8 @@ package rbm
 import (
 	"errors"
 	"math"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/pipedbn/pipedbn/blas"
@@ -606,5 +608,37 @@ func TestSampleHidden(t *testing.T) {
 	}
 	if !equalBits(sampled.RBM().W, w) || sampled.State().RNG != stepped.State().RNG {
 		t.Error("SampleHidden changed W, or drew other than CD-1's Step")
+	}
+}
+
+// TestTrainerValues checks TrainerValues against the float32 buffers
+// NewTrainer allocates, so that memory estimates follow a Trainer that
+// gains or loses a buffer.
+func TestTrainerValues(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ v, h, batch int }{{784, 500, 256}, {3, 7, 1}, {50, 2, 9}} {
+		tr := NewTrainer(New(tc.v, tc.h, Bernoulli, 1), tc.batch, 1, 1)
+		var kept, scratch int64
+		fields := reflect.ValueOf(tr).Elem()
+		for i := range fields.NumField() {
+			f := fields.Field(i)
+			if f.Type() != reflect.TypeFor[[]float32]() {
+				continue
+			}
+			name := fields.Type().Field(i).Name
+			if strings.HasPrefix(name, "vel") || strings.HasPrefix(name, "good") {
+				kept += int64(f.Len())
+			} else {
+				scratch += int64(f.Len())
+			}
+		}
+		gotKept, gotScratch := TrainerValues(tc.v, tc.h, tc.batch)
+		if gotKept != kept || gotScratch != scratch {
+			t.Errorf("TrainerValues(%d, %d, %d) = %d, %d; NewTrainer allocates %d, %d",
+				tc.v, tc.h, tc.batch, gotKept, gotScratch, kept, scratch)
+		}
+	}
+	if k, s := TrainerValues(math.MaxInt, math.MaxInt, math.MaxInt); k != math.MaxInt64 || s != math.MaxInt64 {
+		t.Errorf("TrainerValues of an absurd shape = %d, %d; want both math.MaxInt64", k, s)
 	}
 }

@@ -93,7 +93,7 @@ var commands = []command{
 	{
 		name: "run", args: "--config FILE [--set key=value]... [--out DIR] [--http ADDR] [--log-level LEVEL]",
 		summary: "pre-train (greedy or pipelined) and fine-tune one DBN, writing result.json and weights.npz",
-		about: `--http ADDR overrides monitor.http (default 127.0.0.1:0, a free loopback port; "" serves nothing):
+		about: "--http ADDR overrides monitor.http (default " + config.DefaultMonitorHTTP + `, a free loopback port; "" serves nothing):
 the address where the master serves its status page (/), /api/status (JSON) and /metrics
 (Prometheus) while it works. Logs and progress go to stderr.
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/pipedbn/pipedbn/pipeline"
 )
 
 // UnitWork is the flop-equivalents of CD-1's element-wise work (sigmoids,
@@ -170,15 +172,11 @@ func (j Job) stepRows(i int) float64 {
 	return StepRows
 }
 
-// inBytes is the size of a window RBM_{i+1} (0-based i) receives: a data
-// window of float32 for RBM_1, else RBM_i's middle result and B_i, as
-// experiments.SimJob counts them.
+// inBytes is the size of a window RBM_{i+1} (0-based i) receives
+// (pipeline.WindowBytes): a data window of float32 for RBM_1, else RBM_i's
+// middle result and B_i.
 func (j Job) inBytes(i int) float64 {
-	if i == 0 {
-		return 4 * j.rows() * float64(j.Layers[0])
-	}
-	h := float64(j.Layers[i])
-	return 4 * (j.rows()*h + h)
+	return float64(pipeline.WindowBytes(j.BatchSize*j.K, j.Layers[i], i > 0))
 }
 
 // outBytes is the size of the window RBM_{i+1} (0-based i) sends; 0 for the

@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/pipedbn/pipedbn/cmd/internal/version"
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // Usage is the slave command's synopsis.
@@ -79,7 +79,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	gone := fs.Duration("master-gone-after", natsnet.DefaultMasterGoneAfter, "exit with status 3 once the master has been unreachable this long: no connection to NATS, or no master listening to the slave's reports (with --serve: wait for the next master instead); 0: never")
 	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	delay := fs.Duration("window-delay", 0, "sleep this long after every window, to emulate a slower machine")
-	statusEvery := fs.Duration("status-every", time.Second, "how often to report status (the master's heartbeat)")
+	statusEvery := fs.Duration("status-every", protocol.DefaultTiming(config.DefaultJoinTimeout, 0).StatusEvery, "how often to report status (the master's heartbeat)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(stdout, "%s\n%s\nFlags:\n", Usage, description)
