@@ -23,6 +23,7 @@ import (
 	"github.com/pipedbn/pipedbn/data"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // runID names a run on the wire: the config's name, made a valid subject
@@ -110,7 +111,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	case emb != nil:
 		// The embedded server's JetStream would keep them on this disk
 		// too, at the cost of a server between the master and its files.
-		fstore, err := natsnet.OpenFileStore(filepath.Join(out, "checkpoints"))
+		fstore, err := protocol.OpenFileStore(filepath.Join(out, "checkpoints"))
 		if err != nil {
 			return nil, err
 		}
