@@ -174,7 +174,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	saver := newSaver(out, stageCfgs, log)
 	var (
 		mu         sync.Mutex
-		recoveries []Recovery
+		recoveries []protocol.Recovery
 	)
 	plan := natsnet.Plan{
 		RunID:           state.RunID,
@@ -194,13 +194,9 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 			prog.lost(rbm)
 			opt.Monitor.Lost(rbm, slave, silent)
 		},
-		Recovered: func(r natsnet.Recovery) {
+		Recovered: func(r protocol.Recovery) {
 			mu.Lock()
-			recoveries = append(recoveries, Recovery{
-				RBM: r.RBM, Lost: r.Lost, Replacement: r.Replacement, SilentSeconds: r.Silent.Seconds(),
-				ResumedAtWindow: r.ResumedAtWindow, ResumedAtBatch: r.ResumedAtBatch,
-				LostAtBatch: r.LostAtBatch, RedoneBatches: r.Redone,
-			})
+			recoveries = append(recoveries, r)
 			mu.Unlock()
 			opt.Monitor.Recovered(r)
 		},
