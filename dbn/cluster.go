@@ -75,7 +75,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	)
 	if url == "" {
 		eo := natsnet.EmbeddedOptions{}
-		if ids, err = natsnet.NewIdentities(natsnet.MasterName, slaveUsers(cfg.Cluster.Slaves, lay)); err != nil {
+		if ids, err = natsnet.NewIdentities(protocol.MasterName, slaveUsers(cfg.Cluster.Slaves, lay)); err != nil {
 			return nil, err
 		}
 		eo.Users = ids
@@ -104,7 +104,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 
 	// The store, and what deletes the run's checkpoints once pre-training
 	// is complete (nil: nothing to delete).
-	var store natsnet.Store
+	var store protocol.Store
 	var destroy func(context.Context) error
 	switch {
 	case rel.CheckpointEvery <= 0:
@@ -124,7 +124,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		js, err := natsnet.OpenJetStreamStore(ctx, nc, state.RunID)
 		if err != nil {
 			log.Warn("no JetStream: checkpoints stay in the master's memory; a lost slave can be replaced, an interrupted master cannot resume", "error", err)
-			store = natsnet.NewMemStore()
+			store = protocol.NewMemStore()
 		} else {
 			store, destroy = js, js.Destroy
 			log.Info("checkpoints in JetStream", "store", js.Where())

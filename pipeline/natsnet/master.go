@@ -18,7 +18,7 @@ import (
 
 // Plan is one pipelined pre-training run for the master to carry out.
 type Plan struct {
-	// RunID names the run on the wire (see CheckName).
+	// RunID names the run on the wire (see protocol.CheckName).
 	RunID string
 	// Stages describe RBM_1..RBM_L; slave i trains Stages[i-1].
 	Stages []pipeline.StageConfig
@@ -52,7 +52,7 @@ type Plan struct {
 	// then fails the run.
 	CheckpointEvery int
 	// Store keeps the checkpoints; nil keeps them in the master's memory.
-	Store Store
+	Store protocol.Store
 	// Resume restarts an interrupted run from what Store holds of it, as a
 	// new incarnation: the words of the earlier one are rejected.
 	Resume bool
@@ -76,19 +76,9 @@ type Plan struct {
 	// a lost slave's RBM, and every checkpoint once it is stored.
 	Joined       func(name, host string, cpus int)
 	Lost         func(rbm int, slave string, silent time.Duration)
-	Recovered    func(Recovery)
+	Recovered    func(protocol.Recovery)
 	Checkpointed func(rbm int, state pipeline.StageState)
 }
-
-// Recovery describes a lost slave and its replacement.
-type Recovery = protocol.Recovery
-
-// Trained is one RBM as its slave reported it at the end.
-type Trained = protocol.Trained
-
-// ErrSlaveLost is the error of a run whose slave stopped reporting and was
-// not replaced.
-var ErrSlaveLost = protocol.ErrSlaveLost
 
 // Master is the master's side of a cluster: it drives the protocol's
 // master (registration, assignment, the data feed to slave 1, checkpoints,
@@ -141,12 +131,12 @@ func (m *Master) limits(f family, cfg protocol.MasterConfig, rows int) messages.
 // Run carries out the plan and returns the trained RBMs in order.
 // Cancelling ctx interrupts the run: every slave is asked to leave a
 // checkpoint first, and Run returns ctx's error.
-func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
-	if err := CheckName(p.RunID); err != nil {
+func (m *Master) Run(ctx context.Context, p Plan) ([]protocol.Trained, error) {
+	if err := protocol.CheckName(p.RunID); err != nil {
 		return nil, fmt.Errorf("run %w", err)
 	}
 	if p.Store == nil {
-		p.Store = NewMemStore()
+		p.Store = protocol.NewMemStore()
 	}
 	if p.JoinTimeout <= 0 {
 		p.JoinTimeout = 60 * time.Second
@@ -188,10 +178,10 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]Trained, error) {
 // listen subscribes the master's endpoint to the reports, credits and
 // registrations of the run, and tells p.Listening.
 func (m *Master) listen(cfg protocol.MasterConfig, p Plan) (*endpoint, error) {
-	ep := newEndpoint(m.nc, MasterName, m.log)
+	ep := newEndpoint(m.nc, protocol.MasterName, m.log)
 	run := cfg.Run.ID
 	for subject, f := range map[string]family{
-		reportSubject(run, "*"): reports, creditSubject(run, "*", MasterName): credits, registerSubject("*"): registers,
+		reportSubject(run, "*"): reports, creditSubject(run, "*", protocol.MasterName): credits, registerSubject("*"): registers,
 	} {
 		if err := ep.subscribe(subject, f, m.limits(f, cfg, p.N)); err != nil {
 			ep.close()

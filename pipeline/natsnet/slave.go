@@ -24,7 +24,7 @@ import (
 type SlaveOptions struct {
 	// URL of the NATS server, e.g. nats://127.0.0.1:4222.
 	URL string
-	// Name identifies the slave (see CheckName).
+	// Name identifies the slave (see protocol.CheckName).
 	Name string
 	// Threads is the number of BLAS threads; 0 means one per CPU.
 	Threads int
@@ -40,7 +40,7 @@ type SlaveOptions struct {
 	// master: with no connection to the NATS server, or connected while
 	// nothing listens to its status reports (the master was killed, or its
 	// run is over). Then it stops as on a signal and ends with an error
-	// wrapping ErrMasterGone. Default DefaultMasterGoneAfter; negative:
+	// wrapping protocol.ErrMasterGone. Default DefaultMasterGoneAfter; negative:
 	// never.
 	MasterGoneAfter time.Duration
 	// Logger receives the slave's log lines; nil discards them.
@@ -119,10 +119,6 @@ func (o *SlaveOptions) fits(c pipeline.StageConfig, f pipeline.Flow) error {
 		c.Index, c.Visible, c.Hidden, memlimit.BytesText(total), need.Largest().What, lim.Text())
 }
 
-// ErrStopped is returned when the master stops the slave before its RBM is
-// trained.
-var ErrStopped = protocol.ErrStopped
-
 // Connect connects to the NATS server at url, with a clear error when it
 // cannot be reached or refuses the credentials. When opts carry no
 // credentials and the environment variable CredentialsEnv names a file of
@@ -190,7 +186,7 @@ func runSlave(ctx context.Context, opt *SlaveOptions) error {
 	var err error
 	if len(opt.Credentials) > 0 {
 		nc, err = opt.claim(natsOpts)
-	} else if err = CheckName(opt.Name); err != nil {
+	} else if err = protocol.CheckName(opt.Name); err != nil {
 		return fatalError{fmt.Errorf("slave %w", err)}
 	} else {
 		nc, err = Connect(opt.URL, "pipedbn-slave-"+opt.Name, natsOpts...)
@@ -252,7 +248,7 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 	if nc.IsConnected() { // else nothing waits to go out: the server is gone
 		nc.FlushTimeout(5 * time.Second)
 	}
-	if gone != nil && (err == nil || errors.Is(err, ErrMasterGone)) {
+	if gone != nil && (err == nil || errors.Is(err, protocol.ErrMasterGone)) {
 		err = gone // a finished slave ends with nil on an interrupt
 	}
 	return err
@@ -286,7 +282,7 @@ func (o *SlaveOptions) claim(natsOpts []nats.Option) (*nats.Conn, error) {
 		}
 	}
 	for _, c := range creds {
-		if err := CheckName(c.User); err != nil {
+		if err := protocol.CheckName(c.User); err != nil {
 			return nil, fatalError{fmt.Errorf("credentials: user %w", err)}
 		}
 	}
@@ -310,14 +306,14 @@ func (e fatalError) Unwrap() error { return e.error }
 // (a compose service, a slave on another host) trains an RBM for every
 // master that comes. It returns when ctx is cancelled or on an error that
 // retrying cannot fix: refused credentials, a name that fits no identity.
-// A master gone for good (ErrMasterGone) ends a run, not the slave: it
+// A master gone for good (protocol.ErrMasterGone) ends a run, not the slave: it
 // waits for the next master, and says every serveSayEvery that it still
 // does.
 func ServeSlave(ctx context.Context, opt SlaveOptions) error {
 	opt.defaults()
 	log := opt.Logger
 	if len(opt.Credentials) == 0 {
-		if err := CheckName(opt.Name); err != nil {
+		if err := protocol.CheckName(opt.Name); err != nil {
 			return fmt.Errorf("slave %w", err)
 		}
 	}
@@ -335,7 +331,7 @@ func ServeSlave(ctx context.Context, opt SlaveOptions) error {
 			log.Info("run done; waiting for the next master")
 			waiting, said = time.Time{}, time.Time{}
 			continue
-		case errors.Is(err, ErrMasterGone):
+		case errors.Is(err, protocol.ErrMasterGone):
 			log.Warn("the master is gone; waiting for the next master", "error", err)
 			waiting, said = time.Now(), time.Now()
 		case errors.Is(err, protocol.ErrNoMaster), unreachable(err):
