@@ -161,6 +161,9 @@ func TestSlaveLimitsFollowAssign(t *testing.T) {
 	if err := ep.Follow("r", []string{"s1"}, nil); err != nil {
 		t.Fatal(err)
 	}
+	if err := nc.Flush(); err != nil { // the server has the subscription before the master publishes
+		t.Fatal(err)
+	}
 	chunk := func(batches int) *messages.Chunk {
 		rows := make([]int, batches)
 		for i := range rows {
