@@ -31,10 +31,11 @@ type SlaveOptions struct {
 	// JoinTimeout bounds the wait for a master to answer the registration
 	// and then to assign an RBM. Default 60s.
 	JoinTimeout time.Duration
-	// StatusEvery is the period of status reports to the master. Default 1s.
+	// StatusEvery is the period of status reports to the master; 0:
+	// protocol.DefaultTiming's.
 	StatusEvery time.Duration
 	// FinishTimeout bounds the wait, after the weights are sent, for the
-	// master to confirm the end of the run. Default 10m.
+	// master to confirm the end of the run; 0: protocol.DefaultTiming's.
 	FinishTimeout time.Duration
 	// MasterGoneAfter bounds how long the slave goes on without its
 	// master: with no connection to the NATS server, or connected while
@@ -79,12 +80,6 @@ type SlaveOptions struct {
 func (o *SlaveOptions) defaults() {
 	if o.JoinTimeout <= 0 {
 		o.JoinTimeout = 60 * time.Second
-	}
-	if o.StatusEvery <= 0 {
-		o.StatusEvery = time.Second
-	}
-	if o.FinishTimeout <= 0 {
-		o.FinishTimeout = 10 * time.Minute
 	}
 	if o.MasterGoneAfter == 0 {
 		o.MasterGoneAfter = DefaultMasterGoneAfter
@@ -258,7 +253,12 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 func (o *SlaveOptions) slaveConfig(ep *endpoint) protocol.SlaveConfig {
 	timing := protocol.DefaultTiming(o.JoinTimeout, 0)
 	timing.LostAfter = time.Hour // the master's concern, not the slave's
-	timing.StatusEvery, timing.FinishTimeout = o.StatusEvery, o.FinishTimeout
+	if o.StatusEvery > 0 {
+		timing.StatusEvery = o.StatusEvery
+	}
+	if o.FinishTimeout > 0 {
+		timing.FinishTimeout = o.FinishTimeout
+	}
 	host, _ := os.Hostname()
 	return protocol.SlaveConfig{
 		Name: o.Name, Host: host, CPUs: o.Threads, PID: os.Getpid(), Process: rand.Uint64() | 1,
