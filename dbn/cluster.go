@@ -23,6 +23,7 @@ import (
 	"github.com/pipedbn/pipedbn/data"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // runID names a run on the wire: the config's name, made a valid subject
@@ -74,7 +75,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	)
 	if url == "" {
 		eo := natsnet.EmbeddedOptions{}
-		if ids, err = natsnet.NewIdentities(natsnet.MasterName, slaveUsers(cfg.Cluster.Slaves, lay)); err != nil {
+		if ids, err = natsnet.NewIdentities(protocol.MasterName, slaveUsers(cfg.Cluster.Slaves, lay)); err != nil {
 			return nil, err
 		}
 		eo.Users = ids
@@ -103,14 +104,14 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 
 	// The store, and what deletes the run's checkpoints once pre-training
 	// is complete (nil: nothing to delete).
-	var store natsnet.Store
+	var store protocol.Store
 	var destroy func(context.Context) error
 	switch {
 	case rel.CheckpointEvery <= 0:
 	case emb != nil:
 		// The embedded server's JetStream would keep them on this disk
 		// too, at the cost of a server between the master and its files.
-		fstore, err := natsnet.OpenFileStore(filepath.Join(out, "checkpoints"))
+		fstore, err := protocol.OpenFileStore(filepath.Join(out, "checkpoints"))
 		if err != nil {
 			return nil, err
 		}
@@ -123,7 +124,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		js, err := natsnet.OpenJetStreamStore(ctx, nc, state.RunID)
 		if err != nil {
 			log.Warn("no JetStream: checkpoints stay in the master's memory; a lost slave can be replaced, an interrupted master cannot resume", "error", err)
-			store = natsnet.NewMemStore()
+			store = protocol.NewMemStore()
 		} else {
 			store, destroy = js, js.Destroy
 			log.Info("checkpoints in JetStream", "store", js.Where())
@@ -173,7 +174,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	saver := newSaver(out, stageCfgs, log)
 	var (
 		mu         sync.Mutex
-		recoveries []Recovery
+		recoveries []protocol.Recovery
 	)
 	plan := natsnet.Plan{
 		RunID:           state.RunID,
@@ -193,13 +194,9 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 			prog.lost(rbm)
 			opt.Monitor.Lost(rbm, slave, silent)
 		},
-		Recovered: func(r natsnet.Recovery) {
+		Recovered: func(r protocol.Recovery) {
 			mu.Lock()
-			recoveries = append(recoveries, Recovery{
-				RBM: r.RBM, Lost: r.Lost, Replacement: r.Replacement, SilentSeconds: r.Silent.Seconds(),
-				ResumedAtWindow: r.ResumedAtWindow, ResumedAtBatch: r.ResumedAtBatch,
-				LostAtBatch: r.LostAtBatch, RedoneBatches: r.Redone,
-			})
+			recoveries = append(recoveries, r)
 			mu.Unlock()
 			opt.Monitor.Recovered(r)
 		},

@@ -35,11 +35,12 @@ func pretrainMemory(ctx context.Context, cfg *config.Config, opt Options, out st
 		defer stopSaving()
 	}
 	timing := protocol.DefaultTiming(cfg.Cluster.JoinTimeout, rel.LostAfter)
-	res, err := memnet.New(mc, slaves, memnet.Options{Timing: timing, Logger: opt.Logger.Named("memory")}).Run(ctx)
+	net := memnet.New(mc, slaves, memnet.Options{Timing: timing, Logger: opt.Logger.Named("memory")})
+	res, err := net.Run(ctx)
 	if err != nil {
 		return nil, err
 	}
-	t := &trained{}
+	t := &trained{recoveries: net.Recoveries()}
 	for _, r := range res {
 		t.addTrained(r)
 	}

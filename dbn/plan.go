@@ -18,6 +18,7 @@ import (
 	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
 	"github.com/pipedbn/pipedbn/pipeline/plan"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
@@ -389,7 +390,7 @@ func (l *layout) inMaster(cfg *config.Config) bool {
 
 // inMasterGroup is a stage group running inside the master's process.
 type inMasterGroup struct {
-	peers *natsnet.Peers
+	peers *driver.Peers
 	// start runs the group, once: when the master listens for
 	// registrations (natsnet.Plan.Listening).
 	start func()
@@ -407,7 +408,7 @@ func newInMaster(ctx context.Context, cfg *config.Config, url string, creds []na
 	if err != nil {
 		return nil, fmt.Errorf("start the slaves in the master: %w", err)
 	}
-	g := &inMasterGroup{peers: natsnet.NewPeers(), done: make(chan struct{})}
+	g := &inMasterGroup{peers: driver.NewPeers(), done: make(chan struct{})}
 	opt := natsnet.SlaveOptions{
 		URL: url, Credentials: creds, Threads: blas.Threads(), JoinTimeout: cfg.Cluster.JoinTimeout, Peers: g.peers,
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "slave", Output: f, Level: hclog.Info}),

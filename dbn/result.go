@@ -7,6 +7,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
@@ -43,9 +44,9 @@ type Result struct {
 	// CheckpointEvery is reliability.checkpoint_every (C) of a pipelined
 	// run over NATS; Resumed says the run resumed an interrupted one;
 	// Recoveries lists the slaves lost and replaced during the run.
-	CheckpointEvery int        `json:"checkpoint_every,omitempty"`
-	Resumed         bool       `json:"resumed,omitempty"`
-	Recoveries      []Recovery `json:"recoveries,omitempty"`
+	CheckpointEvery int                 `json:"checkpoint_every,omitempty"`
+	Resumed         bool                `json:"resumed,omitempty"`
+	Recoveries      []protocol.Recovery `json:"recoveries,omitempty"`
 	// MasterRejected counts, by reason, the messages the master dropped:
 	// unreadable, reports of another run or an earlier incarnation, or
 	// registrations under a name not their sender's (foreign); absent when
@@ -107,24 +108,6 @@ type PlanGroup struct {
 	PredictedWindowSeconds  float64 `json:"predicted_window_seconds"`
 	PredictedComputeSeconds float64 `json:"predicted_compute_seconds"`
 	MeasuredBusySeconds     float64 `json:"measured_busy_seconds"`
-}
-
-// Recovery is one lost slave and its replacement.
-type Recovery struct {
-	RBM         int    `json:"rbm"`
-	Lost        string `json:"lost"`
-	Replacement string `json:"replacement"`
-	// SilentSeconds is how long the slave had said nothing when it was
-	// declared lost.
-	SilentSeconds float64 `json:"silent_seconds"`
-	// ResumedAtWindow and ResumedAtBatch locate the checkpoint the
-	// replacement resumed from; LostAtBatch is the lost slave's last
-	// reported mini-batch count, RedoneBatches the difference (at least:
-	// it may have trained a little more since that report).
-	ResumedAtWindow int `json:"resumed_at_window"`
-	ResumedAtBatch  int `json:"resumed_at_batch"`
-	LostAtBatch     int `json:"lost_at_batch"`
-	RedoneBatches   int `json:"redone_batches"`
 }
 
 // DataInfo describes the data a run trained and tested on.

@@ -318,7 +318,7 @@ type trained struct {
 	results []RBMResult
 	// resumed, recoveries and masterRejected: see Result.
 	resumed        bool
-	recoveries     []Recovery
+	recoveries     []protocol.Recovery
 	masterRejected map[string]uint64
 	// layout of the local slaves, nil if none ran.
 	layout *layout

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
@@ -145,12 +146,12 @@ func (s *Schedule) schedule(n *Network) {
 		case BrokerRestart:
 			n.at(f.At, func() {
 				n.trace("broker down")
-				n.master.master.Connection(n.now, false)
+				n.master.drv.Connection(false)
 				n.flush(n.master)
 			})
 			n.at(f.At+f.For, func() {
 				n.trace("broker up")
-				n.master.master.Connection(n.now, true)
+				n.master.drv.Connection(true)
 				n.flush(n.master)
 			})
 		}
@@ -262,11 +263,7 @@ func (n *Network) deliver(e protocol.Envelope, wire []byte, sent time.Duration) 
 		}
 	}
 	n.trace("deliver %s", e)
-	if nd.master != nil {
-		nd.master.Receive(n.now, e)
-	} else {
-		nd.slave.Receive(n.now, e)
-	}
+	nd.drv.Deliver(driver.Delivery{Env: e})
 	n.flush(nd)
 }
 

@@ -19,7 +19,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
@@ -49,11 +49,10 @@ func (q *eventQueue) Pop() any {
 // the process; a restart is a new process under the same name, with a new
 // generation, so that late events of the old one are ignored.
 type node struct {
-	name   string
-	gen    int
-	alive  bool
-	master *protocol.Master
-	slave  *protocol.Slave
+	name  string
+	gen   int
+	alive bool
+	drv   *driver.Node
 	// bytes in and out of windows, for the slave's reports.
 	bytesIn, bytesOut uint64
 }
@@ -110,15 +109,11 @@ type Network struct {
 	brokerUp bool
 	err      error // of the network itself: a restart limit hit
 
-	jobs    chan jobDone // live: finished jobs
-	running int          // live: jobs on goroutines
+	jobs    chan func() // live: the ends of finished jobs
+	running int         // live: jobs on goroutines
 	start   time.Time
-}
-
-type jobDone struct {
-	n   *node
-	gen int
-	err error
+	// recoveries are those of the masters before the current one.
+	recoveries []protocol.Recovery
 }
 
 // New returns a network that will run the master cfg describes with slaves
@@ -155,7 +150,7 @@ func New(cfg protocol.MasterConfig, slaves []string, opt Options) *Network {
 	n := &Network{
 		opt: opt, log: opt.Logger, nodes: map[string]*node{}, mcfg: cfg, store: opt.Store,
 		rng: rand.New(rand.NewPCG(seed, 0x6e6574)), streams: map[[3]string]time.Duration{},
-		restarts: map[string]int{}, brokerUp: true, jobs: make(chan jobDone, len(slaves)+1),
+		restarts: map[string]int{}, brokerUp: true, jobs: make(chan func(), len(slaves)+1),
 	}
 	n.mcfg.Timing = opt.Timing
 	for _, s := range slaves {
@@ -193,12 +188,12 @@ func (n *Network) Run(ctx context.Context) ([]protocol.Trained, error) {
 	n.at(n.opt.Tick, n.tick)
 	interrupted := false
 	for {
-		if done, err := n.master.master.Done(); done {
+		if done, err := n.master.drv.Done(); done {
 			n.drainJobs()
 			if err != nil {
 				return nil, err
 			}
-			return n.master.master.Trained(), nil
+			return n.master.drv.Master().Trained(), nil
 		}
 		if n.err != nil {
 			n.drainJobs()
@@ -209,7 +204,8 @@ func (n *Network) Run(ctx context.Context) ([]protocol.Trained, error) {
 				return nil, ctx.Err()
 			}
 			interrupted = true
-			n.master.master.Interrupt(n.clock())
+			n.now = n.clock()
+			n.master.drv.Interrupt(nil)
 			n.flush(n.master)
 			continue
 		}
@@ -249,10 +245,10 @@ func (n *Network) step(ctx context.Context) error {
 				timer = t.C
 			}
 			select {
-			case d := <-n.jobs:
+			case done := <-n.jobs:
 				n.running--
 				n.now = n.clock()
-				n.trained(d)
+				done()
 				return nil
 			case <-timer:
 			case <-ctx.Done():
@@ -283,11 +279,7 @@ func (n *Network) tick() {
 		if !nd.alive {
 			continue
 		}
-		if nd.master != nil {
-			nd.master.Tick(n.now)
-		} else {
-			nd.slave.Tick(n.now)
-		}
+		nd.drv.Tick()
 		n.flush(nd)
 	}
 	n.at(n.now+n.opt.Tick, n.tick)
@@ -310,19 +302,19 @@ func (n *Network) startMaster(stored *protocol.Stored) error {
 	cfg := n.mcfg
 	cfg.Stored = stored
 	cfg.Logger = n.log.Named("master")
-	m, err := protocol.NewMaster(cfg)
-	if err != nil {
-		return err
-	}
 	nd := n.nodes[protocol.MasterName]
 	if nd == nil {
 		nd = &node{name: protocol.MasterName}
 		n.nodes[nd.name] = nd
 	}
+	m, err := driver.NewMaster(cfg, n.driverConfig(nd, cfg.Logger))
+	if err != nil {
+		return err
+	}
 	nd.gen++
-	nd.alive, nd.master = true, m
+	nd.alive, nd.drv = true, m
 	n.master = nd
-	m.Start(n.now)
+	m.Start()
 	n.flush(nd)
 	return nil
 }
@@ -330,18 +322,19 @@ func (n *Network) startMaster(stored *protocol.Stored) error {
 func (n *Network) startSlave(nd *node) {
 	nd.gen++
 	nd.bytesIn, nd.bytesOut = 0, 0
-	s, err := protocol.NewSlave(protocol.SlaveConfig{
+	log := n.log.Named("slave." + nd.name)
+	s, err := driver.NewSlave(protocol.SlaveConfig{
 		Name: nd.name, Host: "memnet", CPUs: 1, PID: nd.gen, Timing: n.opt.Timing,
 		Bytes:  func() (uint64, uint64) { return nd.bytesIn, nd.bytesOut },
-		Logger: n.log.Named("slave." + nd.name),
-	})
+		Logger: log,
+	}, n.driverConfig(nd, log))
 	if err != nil {
 		n.err = err
 		return
 	}
-	nd.alive, nd.slave = true, s
+	nd.alive, nd.drv = true, s
 	n.trace("start %s (generation %d)", nd.name, nd.gen)
-	s.Start(n.now)
+	s.Start()
 	n.flush(nd)
 }
 
@@ -352,6 +345,8 @@ func (n *Network) crashMaster() {
 		return
 	}
 	n.trace("crash %s", n.master.name)
+	n.recoveries = append(n.recoveries, n.master.drv.Recoveries()...)
+	n.master.drv.Stop()
 	n.master.alive = false
 	n.master.gen++
 }
@@ -379,7 +374,8 @@ func (n *Network) crash(nd *node) {
 		return
 	}
 	n.trace("crash %s", nd.name)
-	nd.alive, nd.slave = false, nil
+	nd.drv.Stop()
+	nd.alive = false
 	nd.gen++
 }
 
@@ -404,31 +400,18 @@ func (n *Network) respawn(name string) {
 	})
 }
 
-// flush carries out what a node asks for after an input.
+// flush carries out what a node asks for after an input (driver.Node.Flush);
+// a slave whose machine is over exits.
 func (n *Network) flush(nd *node) {
 	if !nd.alive {
 		return
 	}
-	var out protocol.Output
-	if nd.master != nil {
-		out = nd.master.Ready()
-	} else {
-		out = nd.slave.Ready()
-		if done, err := nd.slave.Done(); done {
-			n.exited(nd, err)
-		}
+	nd.drv.Flush()
+	if nd.drv.Slave() == nil || !nd.alive {
+		return
 	}
-	for _, e := range out.Messages {
-		n.send(e)
-	}
-	if out.Job != nil {
-		n.runJob(nd, out.Job)
-	}
-	for _, op := range out.Store {
-		n.storeOp(op)
-	}
-	for _, r := range out.Respawn {
-		n.respawn(r.Slave)
+	if done, err := nd.drv.Done(); done {
+		n.exited(nd, err)
 	}
 }
 
@@ -438,9 +421,10 @@ func (n *Network) flush(nd *node) {
 // comes back to it.
 func (n *Network) exited(nd *node, err error) {
 	n.trace("%s exited: %v", nd.name, err)
+	nd.drv.Stop()
 	nd.alive = false
 	nd.gen++
-	if err != nil || nd.slave.Assigned() != nil {
+	if err != nil || nd.drv.Slave().Assigned() != nil {
 		n.at(n.now+n.opt.Timing.RegisterEvery, func() {
 			if !nd.alive {
 				n.startSlave(nd)
@@ -449,54 +433,11 @@ func (n *Network) exited(nd *node, err error) {
 	}
 }
 
-func (n *Network) runJob(nd *node, job *protocol.Job) {
-	gen := nd.gen
-	if n.opt.Simulated {
-		n.at(n.now+n.opt.JobTime, func() { n.trained(jobDone{nd, gen, job.Run()}) })
-		return
+// Recoveries returns the lost slaves the masters of the run replaced.
+func (n *Network) Recoveries() []protocol.Recovery {
+	out := append([]protocol.Recovery{}, n.recoveries...)
+	if n.master != nil && n.master.alive {
+		out = append(out, n.master.drv.Recoveries()...)
 	}
-	n.running++
-	go func() { n.jobs <- jobDone{nd, gen, job.Run()} }()
-}
-
-func (n *Network) trained(d jobDone) {
-	if !d.n.alive || d.n.gen != d.gen {
-		return // the process that trained it is gone
-	}
-	d.n.slave.Trained(n.now, d.err)
-	n.flush(d.n)
-}
-
-func (n *Network) storeOp(op protocol.StoreOp) {
-	gen := n.master.gen
-	ctx := context.Background()
-	done := func() {
-		if n.master.gen != gen || !n.master.alive {
-			return
-		}
-		m := n.master.master
-		switch op.Kind {
-		case protocol.Put:
-			b, err := messages.Encode(op.Msg)
-			if err == nil {
-				err = n.store.Put(ctx, op.Name, b)
-			}
-			if err != nil {
-				m.Abort(n.now, fmt.Errorf("store %s: %w", op.Name, err))
-			} else {
-				m.Stored(n.now, op)
-			}
-		case protocol.Get:
-			cp, err := protocol.LoadCheckpoint(ctx, n.store, op.Name)
-			m.Loaded(n.now, op, cp, err)
-		case protocol.Delete:
-			n.store.Delete(ctx, op.Name)
-		}
-		n.flush(n.master)
-	}
-	if n.opt.Simulated {
-		n.at(n.now+n.opt.StoreTime, done)
-		return
-	}
-	done()
+	return out
 }

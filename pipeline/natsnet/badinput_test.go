@@ -380,13 +380,13 @@ func TestBadInput(t *testing.T) {
 								t.Fatalf("the consumer panicked: %v", p)
 							}
 						}()
-						switch m := d.env.Msg.(type) {
+						switch m := d.Env.Msg.(type) {
 						case nil:
-							c.Reject(d.reason)
+							c.Reject(d.Reason)
 						case *messages.Chunk:
-							c.OnChunk(ep.now(), d.env.From, m)
+							c.OnChunk(ep.Now(), d.Env.From, m)
 						case *messages.EndOfStream:
-							c.OnEnd(ep.now(), d.env.From, m)
+							c.OnEnd(ep.Now(), d.Env.From, m)
 						default:
 							t.Errorf("a %s came through on a data subject", m.Kind())
 						}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/internal/testbin"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // natsCluster is a NATS cluster of nats-server processes (the version
@@ -183,7 +184,7 @@ func clusterNodeLoss(t *testing.T, mastersServer bool) {
 	for i := range c.cfgs {
 		users = append(users, SlaveUser(i+1))
 	}
-	ids, err := NewIdentities(MasterName, users)
+	ids, err := NewIdentities(protocol.MasterName, users)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func clusterNodeLoss(t *testing.T, mastersServer bool) {
 		once   sync.Once
 		killed = make(chan string, 1)
 		mu     sync.Mutex
-		recs   []Recovery
+		recs   []protocol.Recovery
 		lost   []string
 	)
 	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
@@ -249,7 +250,7 @@ func clusterNodeLoss(t *testing.T, mastersServer bool) {
 			}
 		}},
 		Lost:      func(rbm int, slave string, silent time.Duration) { mu.Lock(); lost = append(lost, slave); mu.Unlock() },
-		Recovered: func(r Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+		Recovered: func(r protocol.Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
 	})
 	if err != nil {
 		ps.dumpLogs()

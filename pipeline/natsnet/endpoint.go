@@ -11,20 +11,9 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
-
-// delivery is what a subscription hands its node's loop: a message, or the
-// rejection of input that could not be read.
-type delivery struct {
-	env      protocol.Envelope
-	rejected bool
-	reason   messages.RejectReason
-	link     bool // the rejected input came on a data subject
-	// arriving: a part of a window came, not the whole yet.
-	arriving bool
-	size     int
-}
 
 // endpoint is one node's (the master's or a slave's) connection to the
 // others: it publishes envelopes in fragments, and reassembles, decodes
@@ -35,7 +24,7 @@ type endpoint struct {
 	self  string
 	log   hclog.Logger
 	start time.Time
-	inbox chan delivery
+	inbox chan driver.Delivery
 	done  chan struct{} // closed by close: subscriptions stop delivering
 
 	nextID uint64 // of the next message's fragments; the loop's alone
@@ -55,12 +44,8 @@ type endpoint struct {
 	warned   time.Time
 	unwarned int
 
-	bytesIn, bytesOut atomic.Uint64 // of windows
-	queued            atomic.Int64  // bytes in the inbox
-
-	// peers are the other nodes of this process that links reach in
-	// memory (see Peers); nil: none.
-	peers *Peers
+	window driver.Counters // bytes of windows in and out
+	queued atomic.Int64    // bytes in the inbox
 
 	// probes, if set, go out with a slave's status reports (see probes).
 	probes *probes
@@ -69,13 +54,13 @@ type endpoint struct {
 func newEndpoint(nc *nats.Conn, self string, log hclog.Logger) *endpoint {
 	return &endpoint{
 		nc: nc, self: self, log: log, start: time.Now(),
-		inbox: make(chan delivery, 64), done: make(chan struct{}),
+		inbox: make(chan driver.Delivery, 64), done: make(chan struct{}),
 		nextID: rand.Uint64(), subs: map[string]*nats.Subscription{}, res: map[string]*messages.Reassembler{}, links: map[string]bool{},
 	}
 }
 
-// now is the node's time: the state machines' clock.
-func (ep *endpoint) now() time.Duration { return time.Since(ep.start) }
+// Now is the node's time: the state machines' clock.
+func (ep *endpoint) Now() time.Duration { return time.Since(ep.start) }
 
 // subscribe delivers what arrives on subject, of family f, to the inbox,
 // reassembled within lim: what its senders may send (family.limits).
@@ -102,9 +87,21 @@ func (ep *endpoint) subscribe(subject string, f family, lim messages.Reassembler
 	return nil
 }
 
-// follow subscribes to exactly the link subjects want (a slave's input and
-// its consumer's credits), leaving its other subscriptions alone.
-func (ep *endpoint) follow(want map[string]family) error {
+// Follow subscribes to exactly the subjects of a slave's links in run (its
+// producers' windows and its consumers' credits), leaving its other
+// subscriptions alone (driver.Linker).
+func (ep *endpoint) Follow(run string, up, down []string) error {
+	want := map[string]family{}
+	for _, p := range up {
+		if p != "" {
+			want[dataSubject(run, p, ep.self)] = windows
+		}
+	}
+	for _, c := range down {
+		if c != "" {
+			want[creditSubject(run, c, ep.self)] = credits
+		}
+	}
 	ep.mu.Lock()
 	for subject := range ep.links {
 		if _, ok := want[subject]; !ok {
@@ -132,7 +129,7 @@ func (ep *endpoint) follow(want map[string]family) error {
 // read is handed on as a rejection, for the slave's counts.
 func (ep *endpoint) receive(re *messages.Reassembler, f family, msg *nats.Msg) {
 	if f.name == windows.name {
-		ep.bytesIn.Add(uint64(len(msg.Data)))
+		ep.window.In.Add(uint64(len(msg.Data)))
 	}
 	// The subject names the sender where a subscription has several (a
 	// wildcard): each sender's incomplete messages are held apart.
@@ -141,7 +138,7 @@ func (ep *endpoint) receive(re *messages.Reassembler, f family, msg *nats.Msg) {
 		// A part of a message, or a duplicate. A window's part says that
 		// the window is on its way.
 		if f.name == windows.name {
-			ep.deliver(delivery{arriving: true, link: true})
+			ep.deliver(driver.Delivery{Arriving: true, Link: true})
 		}
 		return
 	}
@@ -157,7 +154,7 @@ func (ep *endpoint) receive(re *messages.Reassembler, f family, msg *nats.Msg) {
 	if a, ok := m.(*messages.Assign); ok && f.name == controls.name {
 		ep.assigned(re, a)
 	}
-	ep.deliver(delivery{env: protocol.Envelope{From: f.sender(msg.Subject), To: ep.self, Msg: m}, size: size})
+	ep.deliver(driver.Delivery{Env: protocol.Envelope{From: f.sender(msg.Subject), To: ep.self, Msg: m}, Size: size})
 }
 
 // assigned raises the limits of the slave's control subject, and of the
@@ -193,7 +190,7 @@ func (ep *endpoint) reject(f family, subject string, reason messages.RejectReaso
 	if warn {
 		ep.log.Warn("dropped unreadable input", "subject", subject, "reason", reason, "error", err, "dropped_since_last_warning", n)
 	}
-	ep.deliver(delivery{rejected: true, reason: reason, link: f.name == windows.name})
+	ep.deliver(driver.Delivery{Rejected: true, Reason: reason, Link: f.name == windows.name})
 }
 
 // reassembly returns what the reassemblers of ep's subscriptions hold of
@@ -216,31 +213,17 @@ func (ep *endpoint) reassembly() messages.ReassemblerStats {
 	return t
 }
 
-func (ep *endpoint) deliver(d delivery) {
-	ep.queued.Add(int64(d.size))
+func (ep *endpoint) deliver(d driver.Delivery) {
+	ep.queued.Add(int64(d.Size))
 	select {
 	case ep.inbox <- d:
 	case <-ep.done:
-		ep.queued.Add(-int64(d.size))
-	}
-}
-
-// drain hands fn what waits in the inbox now. A loop calls it before its
-// clock judges silences: what arrived while it was busy (a long window
-// sent) was not silence.
-func (ep *endpoint) drain(fn func(delivery)) {
-	for {
-		select {
-		case d := <-ep.inbox:
-			fn(d)
-		default:
-			return
-		}
+		ep.queued.Add(-int64(d.Size))
 	}
 }
 
 // take notes that the loop took d from the inbox.
-func (ep *endpoint) take(d delivery) { ep.queued.Add(-int64(d.size)) }
+func (ep *endpoint) take(d driver.Delivery) { ep.queued.Add(-int64(d.Size)) }
 
 // pending returns the bytes received and not yet taken by the loop.
 func (ep *endpoint) pending() int {
@@ -255,16 +238,10 @@ func (ep *endpoint) pending() int {
 	return n
 }
 
-// bytes returns the window bytes received and sent.
-func (ep *endpoint) bytes() (in, out uint64) { return ep.bytesIn.Load(), ep.bytesOut.Load() }
-
-// send publishes e, of run, in fragments. A message that cannot go out now
-// (the connection is down) is dropped: the protocol sends again what
-// matters.
-func (ep *endpoint) send(run string, e protocol.Envelope) {
-	if ep.peers != nil && ep.peers.hand(ep, e) {
-		return
-	}
+// Send publishes e, of run, in fragments (driver.Transport). A message
+// that cannot go out now (the connection is down) is dropped: the protocol
+// sends again what matters.
+func (ep *endpoint) Send(run string, e protocol.Envelope) {
 	subject := subjectOf(run, e)
 	maxPart := int(ep.nc.MaxPayload())
 	if maxPart <= messages.FragmentHeaderSize {
@@ -290,7 +267,7 @@ func (ep *endpoint) send(run string, e protocol.Envelope) {
 			return pubErr
 		}
 		if window {
-			ep.bytesOut.Add(uint64(len(p)))
+			ep.window.Out.Add(uint64(len(p)))
 		}
 		return nil
 	})

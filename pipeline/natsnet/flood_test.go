@@ -124,12 +124,12 @@ func TestSlaveLimitsFollowAssign(t *testing.T) {
 			case d := <-ep.inbox:
 				ep.take(d)
 				switch {
-				case d.rejected:
+				case d.Rejected:
 					rejected++
-				case d.env.Msg != nil && d.env.Msg.Kind() == k:
+				case d.Env.Msg != nil && d.Env.Msg.Kind() == k:
 					return rejected
-				case d.env.Msg != nil:
-					t.Fatalf("a %v came; want a %v", d.env.Msg.Kind(), k)
+				case d.Env.Msg != nil:
+					t.Fatalf("a %v came; want a %v", d.Env.Msg.Kind(), k)
 				}
 			case <-timeout:
 				t.Fatalf("no %v came (%d rejections)", k, rejected)
@@ -158,7 +158,10 @@ func TestSlaveLimitsFollowAssign(t *testing.T) {
 	// The input link takes windows of K mini-batches of L_1, and refuses
 	// one of 4K, before the window that follows it.
 	link := dataSubject("r", "s1", "s2")
-	if err := ep.follow(map[string]family{link: windows}); err != nil {
+	if err := ep.Follow("r", []string{"s1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil { // the server has the subscription before the master publishes
 		t.Fatal(err)
 	}
 	chunk := func(batches int) *messages.Chunk {

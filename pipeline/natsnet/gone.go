@@ -20,10 +20,6 @@ import (
 // master will never come back do not hold their machines for ever.
 const DefaultMasterGoneAfter = 5 * time.Minute
 
-// ErrMasterGone is the error of a slave that went on without its master for
-// longer than SlaveOptions.MasterGoneAfter.
-var ErrMasterGone = protocol.ErrMasterGone
-
 // probeGrace is how long a status report may wait for the server's
 // no-responders answer before the slave takes it as heard: the answer comes
 // from the server the slave is connected to, within a round trip.
@@ -148,7 +144,7 @@ func newMasterWatch(nc *nats.Conn, p *probes, after time.Duration, log hclog.Log
 }
 
 // gone runs the watch at time now: it returns an error wrapping
-// ErrMasterGone once the master has been missed for longer than after.
+// protocol.ErrMasterGone once the master has been missed for longer than after.
 func (w *masterWatch) gone(now time.Duration, url string) error {
 	missed, since, what := false, now, ""
 	if !w.nc.IsConnected() {
@@ -180,5 +176,5 @@ func (w *masterWatch) gone(now time.Duration, url string) error {
 	if now-w.since < w.after {
 		return nil
 	}
-	return fmt.Errorf("%w: %s for %s (--master-gone-after %s)", ErrMasterGone, w.what, (now - w.since).Round(time.Second), w.after)
+	return fmt.Errorf("%w: %s for %s (--master-gone-after %s)", protocol.ErrMasterGone, w.what, (now - w.since).Round(time.Second), w.after)
 }

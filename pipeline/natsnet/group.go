@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
@@ -47,7 +47,7 @@ func RunGroup(ctx context.Context, opt SlaveOptions, names []string) error {
 	defer cancel(nil)
 	opt.turn = &sync.Mutex{}
 	if opt.Peers == nil {
-		opt.Peers = NewPeers()
+		opt.Peers = driver.NewPeers()
 	}
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
@@ -90,71 +90,4 @@ func runSeat(ctx context.Context, opt SlaveOptions) error {
 		case <-time.After(time.Second):
 		}
 	}
-}
-
-// Peers are the nodes of one process that hand each other their link
-// messages in memory: the slaves of a stage group, and the master when the
-// group runs inside the master's process (its data windows to RBM_1 and
-// their credits). The zero value is not ready: use NewPeers.
-type Peers struct {
-	mu  sync.RWMutex
-	eps map[string]*endpoint
-}
-
-// NewPeers returns an empty set of peers.
-func NewPeers() *Peers { return &Peers{eps: map[string]*endpoint{}} }
-
-func (lp *Peers) add(name string, ep *endpoint) {
-	lp.mu.Lock()
-	defer lp.mu.Unlock()
-	lp.eps[name] = ep
-}
-
-func (lp *Peers) remove(name string, ep *endpoint) {
-	lp.mu.Lock()
-	defer lp.mu.Unlock()
-	if lp.eps[name] == ep {
-		delete(lp.eps, name)
-	}
-}
-
-// hand delivers e from ep to its addressee's inbox in memory when e is a
-// link message (a window, the end of a stream, a credit) to another peer,
-// or a checkpoint to the master running the group, and the inbox has room;
-// otherwise (a full inbox, a slave elsewhere) it reports false and e goes
-// through the server. The message is shared, not copied: nothing changes a
-// message once sent (the producer keeps it for resends as it is, and a
-// checkpoint holds a snapshot of its stage), as in memnet. A window counts
-// its values' bytes as sent and received.
-//
-// A checkpoint that skips the server is neither encoded by the slave nor
-// decoded by the master: 3 to 8 MB for the quickstart DBN's RBMs, every C
-// windows, on the CPUs that train.
-func (lp *Peers) hand(ep *endpoint, e protocol.Envelope) bool {
-	var size uint64
-	switch m := e.Msg.(type) {
-	case *messages.Chunk:
-		size = 4 * uint64(len(m.Data)+len(m.Bias))
-	case *messages.EndOfStream, *messages.Credit:
-	case *messages.Checkpoint:
-		if e.To != MasterName {
-			return false
-		}
-	default:
-		return false
-	}
-	lp.mu.RLock()
-	peer := lp.eps[e.To]
-	lp.mu.RUnlock()
-	if peer == nil || peer == ep {
-		return false
-	}
-	select {
-	case peer.inbox <- delivery{env: protocol.Envelope{From: ep.self, To: e.To, Msg: e.Msg}}:
-	default:
-		return false
-	}
-	ep.bytesOut.Add(size)
-	peer.bytesIn.Add(size)
-	return true
 }

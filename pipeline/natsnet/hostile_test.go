@@ -18,6 +18,7 @@ import (
 	"github.com/pipedbn/pipedbn/internal/natsprobe"
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // securedEmbedded starts an embedded server the way `master run` does
@@ -25,7 +26,7 @@ import (
 // slave, on loopback.
 func securedEmbedded(t *testing.T, storeDir string, slaves ...string) (*Embedded, *Identities) {
 	t.Helper()
-	ids, err := NewIdentities(MasterName, slaves)
+	ids, err := NewIdentities(protocol.MasterName, slaves)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,15 +107,15 @@ func TestEmbeddedRefusesHostileClients(t *testing.T) {
 		listen(slaveB, ctlSubject(b.User))
 		listen(slaveB, "pipedbn.data.*.*."+b.User)
 		listen(master, "pipedbn.report.*.*")
-		listen(master, "pipedbn.credit.*.*."+MasterName)
+		listen(master, "pipedbn.credit.*.*."+protocol.MasterName)
 		for _, subject := range []string{
-			ctlSubject(b.User),                     // a Stop for another slave
-			ctlSubject(a.User),                     // a Stop, Assign or Admission of its own making
-			reportSubject(run, b.User),             // another slave's Error, Status or Weights
-			dataSubject(run, b.User, b.User),       // another slave's middle results
-			dataSubject(run, MasterName, b.User),   // the training data
-			creditSubject(run, b.User, MasterName), // another slave's credits
-			"$JS.API.INFO",                         // the master's checkpoints
+			ctlSubject(b.User),                              // a Stop for another slave
+			ctlSubject(a.User),                              // a Stop, Assign or Admission of its own making
+			reportSubject(run, b.User),                      // another slave's Error, Status or Weights
+			dataSubject(run, b.User, b.User),                // another slave's middle results
+			dataSubject(run, protocol.MasterName, b.User),   // the training data
+			creditSubject(run, b.User, protocol.MasterName), // another slave's credits
+			"$JS.API.INFO",                                  // the master's checkpoints
 		} {
 			if err := hostA.Publish(subject, []byte("forged")); err != nil {
 				t.Fatal(err)
@@ -238,7 +239,7 @@ func TestEmbeddedCheckpointsSurviveNewIdentities(t *testing.T) {
 
 func TestNewIdentities(t *testing.T) {
 	t.Parallel()
-	ids, err := NewIdentities(MasterName, []string{"local-1", "local-2"})
+	ids, err := NewIdentities(protocol.MasterName, []string{"local-1", "local-2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,8 +250,8 @@ func TestNewIdentities(t *testing.T) {
 		}
 		seen[c.Password] = true
 	}
-	if ids.Master.User != MasterName || ids.Slaves[1].User != "local-2" {
-		t.Errorf("users %s, %v; want %s and the slaves in order", ids.Master.User, ids.Slaves, MasterName)
+	if ids.Master.User != protocol.MasterName || ids.Slaves[1].User != "local-2" {
+		t.Errorf("users %s, %v; want %s and the slaves in order", ids.Master.User, ids.Slaves, protocol.MasterName)
 	}
 	many := make([]string, MaxSlaveIdentities+1)
 	for k := range many {
@@ -260,13 +261,13 @@ func TestNewIdentities(t *testing.T) {
 		master string
 		slaves []string
 	}{
-		{MasterName, nil},
-		{MasterName, many},
-		{MasterName, []string{"local-1", "local-1"}},
-		{MasterName, []string{"local-1", MasterName}},
+		{protocol.MasterName, nil},
+		{protocol.MasterName, many},
+		{protocol.MasterName, []string{"local-1", "local-1"}},
+		{protocol.MasterName, []string{"local-1", protocol.MasterName}},
 		{"boss", []string{"boss"}},
-		{MasterName, []string{"a.b"}},
-		{MasterName, []string{"*"}},
+		{protocol.MasterName, []string{"a.b"}},
+		{protocol.MasterName, []string{"*"}},
 		{"bad\"user", []string{"local-1"}},
 	} {
 		if _, err := NewIdentities(tc.master, tc.slaves); err == nil {
@@ -426,7 +427,7 @@ func TestRegistrationIsBoundToItsIdentity(t *testing.T) {
 	cfgs := stageConfigs([]int{9, 6, 4, 3}, 3, 4, 1)
 	m := NewMaster(nc, testLogger(t))
 	ran := make(chan error, 1)
-	var got []Trained
+	var got []protocol.Trained
 	go func() {
 		var err error
 		got, err = m.Run(ctx, Plan{

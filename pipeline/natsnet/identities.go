@@ -10,6 +10,7 @@ import (
 	"text/template"
 
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // usersTemplate is the accounts config of a secured server: one account for
@@ -45,14 +46,14 @@ type Identities struct {
 
 // NewIdentities makes the identities of a master and its slaves with fresh
 // passwords of 192 random bits. The slave users must be valid slave names
-// (CheckName), distinct, 1 to MaxSlaveIdentities of them; the master's a
+// (protocol.CheckName), distinct, 1 to MaxSlaveIdentities of them; the master's a
 // name of the same letters, none of the slaves'.
 func NewIdentities(master string, slaves []string) (*Identities, error) {
 	if len(slaves) < 1 || len(slaves) > MaxSlaveIdentities {
 		return nil, fmt.Errorf("identities: %d slaves: want 1 to %d", len(slaves), MaxSlaveIdentities)
 	}
-	// The master's user may be MasterName, which no slave may take.
-	if err := CheckName(master); err != nil && master != MasterName {
+	// The master's user may be protocol.MasterName, which no slave may take.
+	if err := protocol.CheckName(master); err != nil && master != protocol.MasterName {
 		return nil, fmt.Errorf("identities: master %w", err)
 	}
 	seen := map[string]bool{master: true}
@@ -62,7 +63,7 @@ func NewIdentities(master string, slaves []string) (*Identities, error) {
 		return nil, err
 	}
 	for _, s := range slaves {
-		if err := CheckName(s); err != nil {
+		if err := protocol.CheckName(s); err != nil {
 			return nil, fmt.Errorf("identities: slave %w", err)
 		}
 		if seen[s] {

@@ -75,7 +75,7 @@ func TestHungSlaveIsTakenBack(t *testing.T) {
 		mu      sync.Mutex
 		stopped string
 		lost    []string
-		recs    []Recovery
+		recs    []protocol.Recovery
 	)
 	hang := func(name string) {
 		ps.mu.Lock()
@@ -96,7 +96,7 @@ func TestHungSlaveIsTakenBack(t *testing.T) {
 			}
 		}},
 		Lost:      func(_ int, slave string, _ time.Duration) { mu.Lock(); lost = append(lost, slave); mu.Unlock() },
-		Recovered: func(r Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+		Recovered: func(r protocol.Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
 	})
 	if err != nil {
 		ps.dumpLogs()

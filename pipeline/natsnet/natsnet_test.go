@@ -24,6 +24,7 @@ import (
 	"github.com/pipedbn/pipedbn/internal/memlimit"
 	"github.com/pipedbn/pipedbn/internal/testbin"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
@@ -308,7 +309,7 @@ func TestKilledSlaveIsDeclaredLost(t *testing.T) {
 		RunID: "kill", Stages: cfgs, Data: x, N: n, ShuffleSeed: 1, Credits: 2, JoinTimeout: 20 * time.Second,
 		LostAfter: 2 * time.Second, Hooks: hooks,
 	})
-	if !errors.Is(err, ErrSlaveLost) {
+	if !errors.Is(err, protocol.ErrSlaveLost) {
 		t.Fatalf("Run with a killed slave = %v; want ErrSlaveLost", err)
 	}
 	if d := time.Since(time.Unix(0, killedAt.Load())); d > 10*time.Second {

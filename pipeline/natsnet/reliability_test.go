@@ -22,6 +22,7 @@ import (
 	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
@@ -55,7 +56,7 @@ func newChaosSetup(t *testing.T) *chaosSetup {
 // trained exactly once (a lost window would leave fewer, a window applied
 // twice more) and the weights bit-identical, since a replacement replays the
 // same windows from a checkpoint holding the whole training state.
-func (c *chaosSetup) check(t *testing.T, got []Trained) {
+func (c *chaosSetup) check(t *testing.T, got []protocol.Trained) {
 	t.Helper()
 	wantBatches := c.epochs * pipeline.BatchesPerEpoch(c.n, c.batch)
 	for i, tr := range got {
@@ -191,7 +192,7 @@ func TestChaosKilledSlavesAreReplaced(t *testing.T) {
 				mu       sync.Mutex
 				killedAt time.Time
 				detected time.Duration
-				recs     []Recovery
+				recs     []protocol.Recovery
 			)
 			var victimName string
 			got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
@@ -214,7 +215,7 @@ func TestChaosKilledSlavesAreReplaced(t *testing.T) {
 						detected = time.Since(killedAt)
 					}
 				},
-				Recovered: func(r Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+				Recovered: func(r protocol.Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
 			})
 			if err != nil {
 				ps.dumpLogs()
@@ -430,7 +431,7 @@ func TestDivergenceStopsKeepingTheLastCheckpoint(t *testing.T) {
 			RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: fmt.Sprintf("d%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second, Logger: testLogger(t)})
 		}()
 	}
-	store := NewMemStore()
+	store := protocol.NewMemStore()
 	_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{
 		RunID: "diverge", Stages: cfgs, Data: x, N: 600, ShuffleSeed: 7, Credits: 2,
 		JoinTimeout: 20 * time.Second, CheckpointEvery: 3, Store: store,
@@ -443,7 +444,7 @@ func TestDivergenceStopsKeepingTheLastCheckpoint(t *testing.T) {
 	names, _ := store.List(context.Background())
 	var last int
 	for _, n := range names {
-		i, w, ok := parseCheckpointName(n)
+		i, w, ok := protocol.ParseCheckpointName(n)
 		if !ok || i.RBM != 1 {
 			continue
 		}
@@ -478,7 +479,7 @@ func TestStoppedSlaveLeavesCheckpoint(t *testing.T) {
 		mu       sync.Mutex
 		stopped  time.Time
 		detected time.Duration
-		recs     []Recovery
+		recs     []protocol.Recovery
 	)
 	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
 		RunID: "sigterm", Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
@@ -499,7 +500,7 @@ func TestStoppedSlaveLeavesCheckpoint(t *testing.T) {
 			detected = time.Since(stopped)
 			mu.Unlock()
 		},
-		Recovered: func(r Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+		Recovered: func(r protocol.Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
 	})
 	if err != nil {
 		ps.dumpLogs()
@@ -564,12 +565,12 @@ func TestLostBeforeFirstCheckpoint(t *testing.T) {
 // the first status report for which when holds, and returns the trained
 // RBMs, the killed slave and the recoveries. respawn may be nil (a spare
 // must take over).
-func (c *chaosSetup) runKilling(t *testing.T, nc *nats.Conn, ps *procs, runID string, respawn func(context.Context, int, string) error, when func(pipeline.Stats) bool) ([]Trained, string, []Recovery) {
+func (c *chaosSetup) runKilling(t *testing.T, nc *nats.Conn, ps *procs, runID string, respawn func(context.Context, int, string) error, when func(pipeline.Stats) bool) ([]protocol.Trained, string, []protocol.Recovery) {
 	t.Helper()
 	var (
 		mu     sync.Mutex
 		killed string
-		recs   []Recovery
+		recs   []protocol.Recovery
 	)
 	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
 		RunID: runID, Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
@@ -583,7 +584,7 @@ func (c *chaosSetup) runKilling(t *testing.T, nc *nats.Conn, ps *procs, runID st
 				ps.kill(killed)
 			}
 		}},
-		Recovered: func(r Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+		Recovered: func(r protocol.Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
 	})
 	if err != nil {
 		ps.dumpLogs()

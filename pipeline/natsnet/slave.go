@@ -16,6 +16,7 @@ import (
 	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/internal/memlimit"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
@@ -23,23 +24,24 @@ import (
 type SlaveOptions struct {
 	// URL of the NATS server, e.g. nats://127.0.0.1:4222.
 	URL string
-	// Name identifies the slave (see CheckName).
+	// Name identifies the slave (see protocol.CheckName).
 	Name string
 	// Threads is the number of BLAS threads; 0 means one per CPU.
 	Threads int
 	// JoinTimeout bounds the wait for a master to answer the registration
 	// and then to assign an RBM. Default 60s.
 	JoinTimeout time.Duration
-	// StatusEvery is the period of status reports to the master. Default 1s.
+	// StatusEvery is the period of status reports to the master; 0:
+	// protocol.DefaultTiming's.
 	StatusEvery time.Duration
 	// FinishTimeout bounds the wait, after the weights are sent, for the
-	// master to confirm the end of the run. Default 10m.
+	// master to confirm the end of the run; 0: protocol.DefaultTiming's.
 	FinishTimeout time.Duration
 	// MasterGoneAfter bounds how long the slave goes on without its
 	// master: with no connection to the NATS server, or connected while
 	// nothing listens to its status reports (the master was killed, or its
 	// run is over). Then it stops as on a signal and ends with an error
-	// wrapping ErrMasterGone. Default DefaultMasterGoneAfter; negative:
+	// wrapping protocol.ErrMasterGone. Default DefaultMasterGoneAfter; negative:
 	// never.
 	MasterGoneAfter time.Duration
 	// Logger receives the slave's log lines; nil discards them.
@@ -59,7 +61,7 @@ type SlaveOptions struct {
 
 	// Peers, if set, are the nodes of this process the slave hands its
 	// link messages to in memory (RunGroup makes them for its group).
-	Peers *Peers
+	Peers *driver.Peers
 
 	// MemoryLimit returns what the slave may use, to check the RBM it is
 	// assigned against (pipeline.StageConfig.SlaveMemory); nil:
@@ -78,12 +80,6 @@ type SlaveOptions struct {
 func (o *SlaveOptions) defaults() {
 	if o.JoinTimeout <= 0 {
 		o.JoinTimeout = 60 * time.Second
-	}
-	if o.StatusEvery <= 0 {
-		o.StatusEvery = time.Second
-	}
-	if o.FinishTimeout <= 0 {
-		o.FinishTimeout = 10 * time.Minute
 	}
 	if o.MasterGoneAfter == 0 {
 		o.MasterGoneAfter = DefaultMasterGoneAfter
@@ -117,10 +113,6 @@ func (o *SlaveOptions) fits(c pipeline.StageConfig, f pipeline.Flow) error {
 	return fmt.Errorf("cannot hold RBM_%d (%dx%d): it needs about %s, the most for %s, and %s; give the slave a larger machine, or lower pretrain.k_batches or cluster.credits",
 		c.Index, c.Visible, c.Hidden, memlimit.BytesText(total), need.Largest().What, lim.Text())
 }
-
-// ErrStopped is returned when the master stops the slave before its RBM is
-// trained.
-var ErrStopped = protocol.ErrStopped
 
 // Connect connects to the NATS server at url, with a clear error when it
 // cannot be reached or refuses the credentials. When opts carry no
@@ -189,7 +181,7 @@ func runSlave(ctx context.Context, opt *SlaveOptions) error {
 	var err error
 	if len(opt.Credentials) > 0 {
 		nc, err = opt.claim(natsOpts)
-	} else if err = CheckName(opt.Name); err != nil {
+	} else if err = protocol.CheckName(opt.Name); err != nil {
 		return fatalError{fmt.Errorf("slave %w", err)}
 	} else {
 		nc, err = Connect(opt.URL, "pipedbn-slave-"+opt.Name, natsOpts...)
@@ -206,138 +198,71 @@ func runSlave(ctx context.Context, opt *SlaveOptions) error {
 	return err
 }
 
-// drive runs the slave's state machine on nc until it ends: messages from
-// its subscriptions, ticks of its clock and its trained windows in, and
-// out what it sends, the windows to train (one at a time, on a goroutine
-// of their own) and the subscriptions its links need.
+// drive runs the slave's state machine on nc until it ends (see
+// driver.Node.Run), watching for the loss of its master.
 func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
-	log := opt.Logger
-	ep := newEndpoint(nc, opt.Name, log)
+	ep := newEndpoint(nc, opt.Name, opt.Logger)
 	defer ep.close()
-	if opt.Peers != nil {
-		ep.peers = opt.Peers
-		opt.Peers.add(opt.Name, ep)
-		defer opt.Peers.remove(opt.Name, ep)
-	}
 	// Until its Assign comes, the slave takes only small messages on its
 	// control subject (see endpoint.assigned).
 	if err := ep.subscribe(ctlSubject(opt.Name), controls, controls.limits()); err != nil {
 		return err
 	}
-	var watch *masterWatch
+	loop := driver.Loop{Inbox: ep.inbox, Taken: ep.take, Turn: opt.turn, AfterJob: func(began time.Time) {
+		if opt.WindowDelay > 0 {
+			time.Sleep(opt.WindowDelay)
+		}
+		if opt.afterWindow != nil {
+			opt.afterWindow(time.Since(began), ep.pending())
+		}
+	}}
+	var gone error // the master's loss, once the watch has declared it
 	if opt.MasterGoneAfter > 0 {
-		p, err := newProbes(nc, ep.now)
+		p, err := newProbes(nc, ep.Now)
 		if err != nil {
 			return err
 		}
 		defer p.close()
 		ep.probes = p
-		watch = newMasterWatch(nc, p, opt.MasterGoneAfter, log)
+		watch := newMasterWatch(nc, p, opt.MasterGoneAfter, opt.Logger)
+		loop.Check = func(now time.Duration) error {
+			if gone == nil {
+				if gone = watch.gone(now, opt.URL); gone != nil {
+					opt.Logger.Error("the master is gone; leaving", "error", gone)
+					return gone
+				}
+			}
+			return nil
+		}
 	}
-	var gone error // the master's loss, once the watch has declared it
-	timing := protocol.DefaultTiming(opt.JoinTimeout, 0)
-	timing.LostAfter = time.Hour // the master's concern, not the slave's
-	timing.StatusEvery, timing.FinishTimeout = opt.StatusEvery, opt.FinishTimeout
-	host, _ := os.Hostname()
-	s, err := protocol.NewSlave(protocol.SlaveConfig{
-		Name: opt.Name, Host: host, CPUs: opt.Threads, PID: os.Getpid(), Process: rand.Uint64() | 1,
-		Timing: timing, Bytes: ep.bytes, Logger: log, Fits: opt.fits,
-	})
+	node, err := driver.NewSlave(opt.slaveConfig(ep), driver.Config{Transport: ep, Peers: opt.Peers, Counters: &ep.window, Logger: opt.Logger})
 	if err != nil {
 		return fatalError{err}
 	}
-	trained := make(chan error, 1)
-	training := false
-	flush := func() error {
-		out := s.Ready()
-		run, up, down := s.Links()
-		for _, e := range out.Messages {
-			ep.send(run.ID, e)
-		}
-		if job := out.Job; job != nil {
-			training = true
-			go func() {
-				if opt.turn != nil {
-					opt.turn.Lock()
-					defer opt.turn.Unlock()
-				}
-				start := time.Now()
-				err := job.Run()
-				if opt.WindowDelay > 0 {
-					time.Sleep(opt.WindowDelay)
-				}
-				if opt.afterWindow != nil {
-					opt.afterWindow(time.Since(start), ep.pending())
-				}
-				trained <- err
-			}()
-		}
-		want := map[string]family{}
-		for _, p := range up {
-			if p != "" {
-				want[dataSubject(run.ID, p, opt.Name)] = windows
-			}
-		}
-		for _, c := range down {
-			if c != "" {
-				want[creditSubject(run.ID, c, opt.Name)] = credits
-			}
-		}
-		return ep.follow(want)
+	err = node.Run(ctx, loop)
+	if nc.IsConnected() { // else nothing waits to go out: the server is gone
+		nc.FlushTimeout(5 * time.Second)
 	}
-	tick := time.NewTicker(timing.Tick())
-	defer tick.Stop()
-	interrupt := ctx.Done()
-	receive := func(d delivery) {
-		ep.take(d)
-		switch {
-		case d.arriving:
-			s.Arriving(ep.now())
-		case d.rejected && d.link:
-			s.Rejected(d.reason)
-		case d.rejected:
-			// Unreadable control or credit input: logged, it counts
-			// against no input link.
-		default:
-			s.Receive(ep.now(), d.env)
-		}
+	if gone != nil && (err == nil || errors.Is(err, protocol.ErrMasterGone)) {
+		err = gone // a finished slave ends with nil on an interrupt
 	}
-	s.Start(ep.now())
-	for {
-		if err := flush(); err != nil {
-			s.Interrupt(ep.now(), err)
-		}
-		if done, err := s.Done(); done {
-			if training {
-				<-trained
-			}
-			if nc.IsConnected() { // else nothing waits to go out: the server is gone
-				nc.FlushTimeout(5 * time.Second)
-			}
-			if gone != nil && (err == nil || errors.Is(err, ErrMasterGone)) {
-				err = gone // a finished slave ends with nil on an interrupt
-			}
-			return err
-		}
-		select {
-		case d := <-ep.inbox:
-			receive(d)
-		case err := <-trained:
-			training = false
-			s.Trained(ep.now(), err)
-		case <-tick.C:
-			ep.drain(receive)
-			s.Tick(ep.now())
-			if watch != nil && gone == nil {
-				if gone = watch.gone(ep.now(), opt.URL); gone != nil {
-					log.Error("the master is gone; leaving", "error", gone)
-					s.Interrupt(ep.now(), gone)
-				}
-			}
-		case <-interrupt:
-			interrupt = nil
-			s.Interrupt(ep.now(), ctx.Err())
-		}
+	return err
+}
+
+// slaveConfig is the protocol slave's configuration.
+func (o *SlaveOptions) slaveConfig(ep *endpoint) protocol.SlaveConfig {
+	timing := protocol.DefaultTiming(o.JoinTimeout, 0)
+	timing.LostAfter = time.Hour // the master's concern, not the slave's
+	if o.StatusEvery > 0 {
+		timing.StatusEvery = o.StatusEvery
+	}
+	if o.FinishTimeout > 0 {
+		timing.FinishTimeout = o.FinishTimeout
+	}
+	host, _ := os.Hostname()
+	return protocol.SlaveConfig{
+		Name: o.Name, Host: host, CPUs: o.Threads, PID: os.Getpid(), Process: rand.Uint64() | 1,
+		Timing: timing, Bytes: ep.window.Bytes, Logger: o.Logger, Fits: o.fits,
 	}
 }
 
@@ -357,7 +282,7 @@ func (o *SlaveOptions) claim(natsOpts []nats.Option) (*nats.Conn, error) {
 		}
 	}
 	for _, c := range creds {
-		if err := CheckName(c.User); err != nil {
+		if err := protocol.CheckName(c.User); err != nil {
 			return nil, fatalError{fmt.Errorf("credentials: user %w", err)}
 		}
 	}
@@ -381,14 +306,14 @@ func (e fatalError) Unwrap() error { return e.error }
 // (a compose service, a slave on another host) trains an RBM for every
 // master that comes. It returns when ctx is cancelled or on an error that
 // retrying cannot fix: refused credentials, a name that fits no identity.
-// A master gone for good (ErrMasterGone) ends a run, not the slave: it
+// A master gone for good (protocol.ErrMasterGone) ends a run, not the slave: it
 // waits for the next master, and says every serveSayEvery that it still
 // does.
 func ServeSlave(ctx context.Context, opt SlaveOptions) error {
 	opt.defaults()
 	log := opt.Logger
 	if len(opt.Credentials) == 0 {
-		if err := CheckName(opt.Name); err != nil {
+		if err := protocol.CheckName(opt.Name); err != nil {
 			return fmt.Errorf("slave %w", err)
 		}
 	}
@@ -406,7 +331,7 @@ func ServeSlave(ctx context.Context, opt SlaveOptions) error {
 			log.Info("run done; waiting for the next master")
 			waiting, said = time.Time{}, time.Time{}
 			continue
-		case errors.Is(err, ErrMasterGone):
+		case errors.Is(err, protocol.ErrMasterGone):
 			log.Warn("the master is gone; waiting for the next master", "error", err)
 			waiting, said = time.Now(), time.Now()
 		case errors.Is(err, protocol.ErrNoMaster), unreachable(err):

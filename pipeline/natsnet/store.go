@@ -13,23 +13,6 @@ import (
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
-// Store keeps a run's checkpoints and final weights where a restarted
-// master finds them (see protocol.Store).
-type Store = protocol.Store
-
-// ErrNotStored is returned by Store.Get for a name that is not stored.
-var ErrNotStored = protocol.ErrNotStored
-
-// NewMemStore returns an empty store in the master's memory: it survives
-// the loss of any slave, not a restart of the master.
-func NewMemStore() *protocol.MemStore { return protocol.NewMemStore() }
-
-var (
-	checkpointName      = protocol.CheckpointName
-	weightsName         = protocol.WeightsName
-	parseCheckpointName = protocol.ParseCheckpointName
-)
-
 // JetStreamStore is a Store in a JetStream object store bucket of its own
 // per run: every Put is acknowledged by the server once written, and it
 // survives restarts of the master and (with file storage) of the server,
@@ -133,7 +116,7 @@ func (s *JetStreamStore) Put(ctx context.Context, name string, data []byte) erro
 func (s *JetStreamStore) Get(ctx context.Context, name string) ([]byte, error) {
 	b, err := s.obs.GetBytes(ctx, name)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil, fmt.Errorf("%s: %w", name, ErrNotStored)
+		return nil, fmt.Errorf("%s: %w", name, protocol.ErrNotStored)
 	}
 	return b, err
 }

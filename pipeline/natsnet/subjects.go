@@ -34,13 +34,6 @@ import (
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
-// MasterName is the producer name of the data windows the master feeds to RBM_1.
-const MasterName = protocol.MasterName
-
-// CheckName reports whether name can name a slave (or a run): 1 to 64
-// letters, digits, '_' or '-', since it becomes a NATS subject token.
-var CheckName = protocol.CheckName
-
 // registerSubject is where slave announces itself.
 func registerSubject(slave string) string { return "pipedbn.register." + slave }
 func ctlSubject(slave string) string      { return "pipedbn.ctl." + slave }
@@ -62,7 +55,7 @@ func subjectOf(run string, e protocol.Envelope) string {
 	case *messages.Credit:
 		return creditSubject(run, e.From, e.To)
 	}
-	if e.From == MasterName {
+	if e.From == protocol.MasterName {
 		return ctlSubject(e.To)
 	}
 	return reportSubject(run, e.From)
@@ -98,7 +91,7 @@ func (f family) sender(subject string) string {
 	tokens := strings.Split(subject, ".")
 	switch f.name {
 	case "ctl":
-		return MasterName
+		return protocol.MasterName
 	case "register":
 		if len(tokens) != 3 {
 			return ""

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // ConnectWait waits for a server that starts after it was called, and gives
@@ -51,7 +53,7 @@ func TestConnectWait(t *testing.T) {
 		t.Errorf("ConnectWait connected after %s, before the server started", d)
 	}
 
-	ids, err := NewIdentities(MasterName, []string{"s1"})
+	ids, err := NewIdentities(protocol.MasterName, []string{"s1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func TestConnectWait(t *testing.T) {
 	}
 	defer secured.Shutdown()
 	start = time.Now()
-	_, err = ConnectWait(context.Background(), secured.URL(), "m", 20*time.Second, nil, nats.UserInfo(MasterName, "wrong"))
+	_, err = ConnectWait(context.Background(), secured.URL(), "m", 20*time.Second, nil, nats.UserInfo(protocol.MasterName, "wrong"))
 	if !errors.Is(err, nats.ErrAuthorization) || time.Since(start) > 5*time.Second {
 		t.Errorf("ConnectWait(refused credentials) = %v after %s; want %v at once", err, time.Since(start), nats.ErrAuthorization)
 	}

@@ -5,8 +5,10 @@
 // decoded message, the passing of time, a local event such as a trained
 // window or a stored checkpoint) and returns outputs (messages to send,
 // work to do, checkpoints to store, progress). It starts no goroutine,
-// reads no clock and does no I/O: a transport (pipeline/natsnet over NATS,
-// pipeline/memnet in memory, with faults) drives it.
+// reads no clock and does no I/O: pipeline/driver drives it over a
+// transport (pipeline/natsnet over NATS, pipeline/memnet in memory, with
+// faults). The stores a driver keeps checkpoints in (MemStore, FileStore)
+// live here, beside the Store interface.
 //
 // The protocol, in the paper's language: the master assigns RBM_i to slave
 // i and streams the data, in windows of K mini-batches, to slave 1. Slave i

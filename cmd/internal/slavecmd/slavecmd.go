@@ -47,7 +47,7 @@ var ErrUsage = errors.New("usage")
 
 // ErrMasterGone is the error of a slave whose master stayed unreachable for
 // --master-gone-after; the slave exits with ExitMasterGone.
-var ErrMasterGone = natsnet.ErrMasterGone
+var ErrMasterGone = protocol.ErrMasterGone
 
 // ExitMasterGone is the exit status of a slave whose master is gone: not
 // 1, so that a supervisor can tell it from a failure of the slave's own.

@@ -1,4 +1,4 @@
-package natsnet
+package protocol
 
 import (
 	"context"

@@ -1,0 +1,76 @@
+package driver
+
+import (
+	"testing"
+
+	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
+)
+
+// testPeer is a peer's inbox and counters.
+type testPeer struct {
+	inbox chan Delivery
+	c     Counters
+}
+
+func newTestPeer(p *Peers, name string) *testPeer {
+	tp := &testPeer{inbox: make(chan Delivery, 64)}
+	p.Add(name, tp.inbox, &tp.c)
+	return tp
+}
+
+// The slaves of a stage group hand each other their link messages in
+// memory, in order; anything else, a slave outside the group, or a full
+// inbox goes through the transport.
+func TestPeersHand(t *testing.T) {
+	t.Parallel()
+	lp := NewPeers()
+	a := newTestPeer(lp, "a")
+	b := newTestPeer(lp, "b")
+	chunk := &messages.Chunk{RunID: "r", RBM: 1, Rows: 2, Cols: 3, Data: make([]float32, 6), BatchRows: []int{2}, Bias: make([]float32, 3)}
+	for _, m := range []messages.Message{chunk, &messages.Credit{RunID: "r", RBM: 1, UpTo: 4}, &messages.EndOfStream{RunID: "r", RBM: 1}} {
+		if !lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: "b", Msg: m}) {
+			t.Fatalf("hand(%v to b) = false; want it delivered in memory", m.Kind())
+		}
+		if d := <-b.inbox; d.Env.From != "a" || d.Env.To != "b" || d.Env.Msg != m {
+			t.Fatalf("b received %+v; want %v from a", d.Env, m.Kind())
+		}
+	}
+	if in, _ := b.c.Bytes(); in != 36 {
+		t.Errorf("b counted %d window bytes in; want 36 (9 float32)", in)
+	}
+	if _, out := a.c.Bytes(); out != 36 {
+		t.Errorf("a counted %d window bytes out; want 36", out)
+	}
+	if lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: "c", Msg: chunk}) {
+		t.Error("hand to c, outside the group = true; want false: through the transport")
+	}
+	if lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: "b", Msg: &messages.Register{Name: "a"}}) {
+		t.Error("hand of a registration = true; want false: only link messages skip the transport")
+	}
+	cp := &messages.Checkpoint{RunID: "r", RBM: 1, Visible: 3, Hidden: 2, W: make([]float32, 6)}
+	if lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: "b", Msg: cp}) {
+		t.Error("hand of a checkpoint to slave b = true; want false: a checkpoint skips the transport only to the master")
+	}
+	m := newTestPeer(lp, protocol.MasterName)
+	if !lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: protocol.MasterName, Msg: cp}) {
+		t.Fatal("hand of a checkpoint to the master in the group's process = false; want it delivered in memory")
+	}
+	if d := <-m.inbox; d.Env.From != "a" || d.Env.Msg != cp {
+		t.Fatalf("the master received %+v; want the checkpoint from a", d.Env)
+	}
+	if in, _ := m.c.Bytes(); in != 0 {
+		t.Errorf("the master counted %d window bytes in for a checkpoint; want 0", in)
+	}
+	lp.Remove(protocol.MasterName, m.inbox)
+	for range cap(b.inbox) {
+		lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: "b", Msg: chunk})
+	}
+	if lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: "b", Msg: chunk}) {
+		t.Error("hand to a full inbox = true; want false: the loop must never wait on a peer")
+	}
+	lp.Remove("b", b.inbox)
+	if lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: "b", Msg: chunk}) {
+		t.Error("hand to a slave that left = true; want false")
+	}
+}
