@@ -11,7 +11,7 @@ import (
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
-// Result is a run's result.json (../shared/CONTRACT.md).
+// Result is a run's result.json (docs/results-schema.md).
 type Result struct {
 	Name            string          `json:"name"`
 	Mode            config.Mode     `json:"mode"`

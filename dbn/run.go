@@ -22,7 +22,7 @@ import (
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
-// The files a run writes to its output folder (../shared/CONTRACT.md).
+// The files a run writes to its output folder (docs/results-schema.md).
 const (
 	// ResultFile is the run's result: a Result as JSON.
 	ResultFile = "result.json"

@@ -13,7 +13,7 @@ import (
 )
 
 // The arrays of weights.npz are named here and nowhere else
-// (../shared/CONTRACT.md): W<i> and b<i>, the weights (visible x hidden) and
+// (docs/results-schema.md): W<i> and b<i>, the weights (visible x hidden) and
 // hidden bias of RBM_i, and a1, RBM_1's visible bias; after fine-tuning
 // ft_W<i> and ft_b<i> of hidden layer i and ft_Wout and ft_bout of the
 // softmax layer; with gaussian visible units input_mean and input_scale,
