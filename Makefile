@@ -148,6 +148,6 @@ stack-test: deps-run ## the Swarm end-to-end test (skips without Docker)
 # The pure-Go build needs no OpenBLAS; TestReferenceFile (config/) fails
 # while the file and the code disagree.
 .PHONY: docs
-docs:
+docs: ## write docs/configuration.md, the reference of every config key, from the code
 	$(GO) run -tags purego ./cmd/master config --doc > docs/configuration.md.tmp
 	mv docs/configuration.md.tmp docs/configuration.md
