@@ -97,194 +97,258 @@ const (
 // limit must not exceed the examples of the IDX files it limits (their
 // headers are read).
 func (c *Config) Validate() error {
-	var ps Problems
-	bad := func(key string, val any, reason string, args ...any) {
-		ps = append(ps, Problem{Key: key, Value: val, Reason: fmt.Sprintf(reason, args...)})
-	}
-	oneOf := func(key, val string, allowed ...string) {
-		if !slices.Contains(allowed, val) {
-			bad(key, val, "must be one of %s", strings.Join(allowed, ", "))
-		}
-	}
-	enumOK := func(key string) {
-		i := slices.IndexFunc(enums, func(e enum) bool { return e.key == key })
-		if p := enums[i].check(c); p != nil {
-			ps = append(ps, *p)
-		}
-	}
-	atLeast := func(key string, val, min int) {
-		if val < min {
-			bad(key, val, "must be >= %d", min)
-		}
-	}
-	// size is atLeast with MaxSize above.
-	size := func(key string, val, min int, what string) {
-		if val > MaxSize {
-			bad(key, val, "must be at most %d: %s", MaxSize, what)
-		} else {
-			atLeast(key, val, min)
-		}
-	}
-	const blasSize = "BLAS takes 32-bit sizes"
-	// Each test is written !(in range) so that NaN, for which every
-	// comparison is false, is refused too: every float must be finite.
-	rate := func(key string, val float64, note string) {
-		if !(val > 0 && val <= MaxLearningRate) {
-			bad(key, val, "must be in (0, %g]%s", float64(MaxLearningRate), note)
-		}
-	}
-	fraction := func(key string, val float64) {
-		if !(val >= 0 && val < 1) {
-			bad(key, val, "must be in [0, 1)")
-		}
-	}
-
-	if c.Name == "" || strings.ContainsAny(c.Name, `/\`) || c.Name == "." || c.Name == ".." || strings.ContainsFunc(c.Name, unicode.IsControl) {
-		bad("name", c.Name, "must be a non-empty name without path separators or control characters (it names the output folder)")
-	}
-
-	enumOK("data.source")
-	if c.Data.Source == FashionMNIST || c.Data.Source == IDX {
-		if st, err := os.Stat(c.Data.Dir); err != nil {
-			hint := ""
-			if c.Data.Source == FashionMNIST {
-				hint = " (install it with: apt-get install dataset-fashion-mnist)"
-			}
-			bad("data.dir", c.Data.Dir, "not readable: %v%s", errText(err), hint)
-		} else if !st.IsDir() {
-			bad("data.dir", c.Data.Dir, "is not a directory")
-		}
-	}
-	ps = append(ps, c.validateUser()...)
-	enumOK("data.scale")
-	size("data.train_limit", c.Data.TrainLimit, 0, "examples are counted in 32 bits")
-	size("data.test_limit", c.Data.TestLimit, 0, "examples are counted in 32 bits")
-	if (c.Data.Source == FashionMNIST || c.Data.Source == IDX) && (c.Data.TrainLimit > 0 || c.Data.TestLimit > 0) {
-		// Only the headers are read; a bad file is reported when the data
-		// is loaded.
-		if train, test, err := data.IDXDirSizes(c.Data.Dir); err == nil {
-			if c.Data.TrainLimit > train {
-				bad("data.train_limit", c.Data.TrainLimit, "must be at most %d, the examples of the training set in %s (0 keeps all)", train, c.Data.Dir)
-			}
-			if c.Data.TestLimit > test {
-				bad("data.test_limit", c.Data.TestLimit, "must be at most %d, the examples of the test set in %s (0 keeps all)", test, c.Data.Dir)
-			}
-		}
-	}
-
-	if len(c.DBN.Layers) < 2 {
-		bad("dbn.layers", c.DBN.Layers, "needs at least 2 sizes (visible, then hidden): one RBM per adjacent pair")
-	}
-	for i, n := range c.DBN.Layers {
-		size(fmt.Sprintf("dbn.layers[%d]", i), n, 1, blasSize)
-	}
-	enumOK("dbn.visible")
-
-	p := c.Pretrain
-	enumOK("pretrain.mode")
-	size("pretrain.epochs", p.Epochs, 1, "epochs x mini-batches per epoch are counted in 64 bits")
-	size("pretrain.batch_size", p.BatchSize, 1, blasSize)
-	const windowValues = "a window's values, rows x layer width, are counted in 64 bits"
-	size("pretrain.k_batches", p.KBatches, 1, windowValues)
-	if p.KBatches >= 1 && p.BatchSize >= 1 && p.KBatches <= MaxSize && p.BatchSize <= MaxSize && p.KBatches*p.BatchSize > MaxSize {
-		bad("pretrain.k_batches", p.KBatches, "times pretrain.batch_size = %d gives %d rows per window: must be at most %d (%s)", p.BatchSize, p.KBatches*p.BatchSize, MaxSize, windowValues)
-	}
-	atLeast("pretrain.cd_k", p.CDK, 1)
-	enumOK("pretrain.middle")
-	enumOK("pretrain.l_copy")
-	rate("pretrain.learning_rate.initial", p.LearningRate.Initial, "")
-	rate("pretrain.learning_rate.final", p.LearningRate.Final, "")
-	fraction("pretrain.momentum.initial", p.Momentum.Initial)
-	fraction("pretrain.momentum.final", p.Momentum.Final)
-	fraction("pretrain.weight_decay", p.WeightDecay)
-	if !(p.Settle.Fraction >= 0 && p.Settle.Fraction <= 1) {
-		bad("pretrain.settle.fraction", p.Settle.Fraction, "must be a fraction of the run's windows in [0, 1] (0: no settle phase)")
-	}
-	rate("pretrain.settle.learning_rate", p.Settle.LearningRate, "")
-	if p.Probe.Rows < 0 || p.Probe.Rows > MaxProbeRows {
-		bad("pretrain.probe.rows", p.Probe.Rows, "must be in [0, %d]: the first training examples the probe measures snapshots on (0: no probe)", MaxProbeRows)
-	}
-
-	cl := c.Cluster
-	if cl.NatsURL != "" {
-		if _, err := NATSURLs(cl.NatsURL); err != nil {
-			bad("cluster.nats_url", cl.NatsURL, "%v", err)
-		}
-	}
-	atLeast("cluster.slaves", cl.Slaves, 0)
-	if rbms := len(c.DBN.Layers) - 1; cl.Slaves > 0 && cl.Slaves < rbms {
-		bad("cluster.slaves", cl.Slaves, "the DBN of dbn.layers has %d RBMs and each needs its own slave", rbms)
-	}
-	if cl.JoinTimeout <= 0 {
-		bad("cluster.join_timeout", cl.JoinTimeout, "must be a duration > 0, like 60s")
-	}
-	if !(cl.CPUsPerWorker >= 0 && cl.CPUsPerWorker <= MaxCPUsPerWorker) {
-		bad("cluster.cpus_per_worker", cl.CPUsPerWorker, "must be a number of CPUs in [0, %d] (0: no cap)", MaxCPUsPerWorker)
-	}
-	atLeast("cluster.credits", cl.Credits, 1)
-	enumOK("cluster.transport")
-	c.validatePlan(bad)
-
-	rl := c.Reliability
-	atLeast("reliability.checkpoint_every", rl.CheckpointEvery, 0)
-	if rl.LostAfter <= 0 {
-		bad("reliability.lost_after", rl.LostAfter, "must be a duration > 0, like 4s (slaves report every second)")
-	}
-	if rl.SaveEvery < 0 {
-		bad("reliability.save_every", rl.SaveEvery, "must be a duration >= 0, like 5m (0: save only at the end)")
-	}
-
-	f := c.Finetune
-	atLeast("finetune.epochs", f.Epochs, 0)
-	size("finetune.batch_size", f.BatchSize, 1, blasSize)
-	rate("finetune.learning_rate", f.LearningRate, "")
-	fraction("finetune.momentum", f.Momentum)
-	if f.LearningRateFinal != 0 {
-		rate("finetune.learning_rate_final", f.LearningRateFinal, " (0: keep finetune.learning_rate)")
-	}
-	fraction("finetune.weight_decay", f.WeightDecay)
-	if !(f.Validation >= 0 && f.Validation < 1) {
-		bad("finetune.validation", f.Validation, "must be a fraction in [0, 1)")
-	}
-	atLeast("finetune.patience", f.Patience, 0)
-	oneOf("finetune.init", f.Init, "pretrained", "random")
-	if !(f.Dropout >= 0 && f.Dropout < 1) {
-		bad("finetune.dropout", f.Dropout, "must be a probability in [0, 1)")
-	}
-	if !(f.InputDropout >= 0 && f.InputDropout < 1) {
-		bad("finetune.input_dropout", f.InputDropout, "must be a probability in [0, 1)")
-	}
-	if math.IsNaN(f.MaxNorm) || math.IsInf(f.MaxNorm, 0) || f.MaxNorm < 0 {
-		bad("finetune.max_norm", f.MaxNorm, "must be a finite number >= 0 (0: no constraint)")
-	}
-	if !(f.LabelSmoothing >= 0 && f.LabelSmoothing < 1) {
-		bad("finetune.label_smoothing", f.LabelSmoothing, "must be a value in [0, 1)")
-	}
-	if f.AverageLast < 0 || f.AverageLast > max(f.Epochs, 0) {
-		bad("finetune.average_last", f.AverageLast, "must be a number of epochs in [0, finetune.epochs = %d] (0: no averaging)", f.Epochs)
-	} else if f.AverageLast > 0 && f.Patience > 0 {
-		bad("finetune.average_last", f.AverageLast, "must be 0 when finetune.patience is set: averaging replaces best-epoch selection and early stopping")
-	}
-
+	v := &validation{c: c}
+	v.name()
+	v.data()
+	v.dbn()
+	v.pretrain()
+	v.cluster()
+	v.reliability()
+	v.finetune()
 	if reason := httpAddrReason(c.Monitor.HTTP); reason != "" {
-		bad("monitor.http", c.Monitor.HTTP, "%s", reason)
+		v.bad("monitor.http", c.Monitor.HTTP, "%s", reason)
 	}
-
-	atLeast("sweep.repeats", c.Sweep.Repeats, 1)
-	for i, a := range c.Sweep.Vary {
-		key := fmt.Sprintf("sweep.vary[%d].key", i)
-		if !knownKey(a.Key) || strings.HasPrefix(a.Key, "sweep") {
-			bad(key, a.Key, "is not a config key")
-		}
-		if len(a.Values) == 0 {
-			bad(fmt.Sprintf("sweep.vary[%d].values", i), a.Values, "must list at least one value")
-		}
-	}
-
-	if len(ps) == 0 {
+	v.sweep()
+	if len(v.ps) == 0 {
 		return nil
 	}
-	return ps
+	return v.ps
+}
+
+// validation is one pass of Validate: the config checked and the problems
+// found so far, in the order of the sections that find them. Its methods
+// are the kinds of test (bad, atLeast, size, rate, ...) and one method per
+// section.
+type validation struct {
+	c  *Config
+	ps Problems
+}
+
+// bad records a problem with key = val, the reason formatted from args.
+func (v *validation) bad(key string, val any, reason string, args ...any) {
+	v.ps = append(v.ps, Problem{Key: key, Value: val, Reason: fmt.Sprintf(reason, args...)})
+}
+
+// oneOf records a problem unless val is one of allowed.
+func (v *validation) oneOf(key, val string, allowed ...string) {
+	if !slices.Contains(allowed, val) {
+		v.bad(key, val, "must be one of %s", strings.Join(allowed, ", "))
+	}
+}
+
+// enumOK records the problem of the enum key, if its value names none of
+// its values.
+func (v *validation) enumOK(key string) {
+	i := slices.IndexFunc(enums, func(e enum) bool { return e.key == key })
+	if p := enums[i].check(v.c); p != nil {
+		v.ps = append(v.ps, *p)
+	}
+}
+
+// atLeast records a problem if val < min.
+func (v *validation) atLeast(key string, val, min int) {
+	if val < min {
+		v.bad(key, val, "must be >= %d", min)
+	}
+}
+
+// size is atLeast with MaxSize above; what says why MaxSize bounds it.
+func (v *validation) size(key string, val, min int, what string) {
+	if val > MaxSize {
+		v.bad(key, val, "must be at most %d: %s", MaxSize, what)
+	} else {
+		v.atLeast(key, val, min)
+	}
+}
+
+const blasSize = "BLAS takes 32-bit sizes"
+
+// rate records a problem unless val is a learning rate in (0,
+// MaxLearningRate]; note follows the range in the reason. Each float test
+// is written !(in range) so that NaN, for which every comparison is false,
+// is refused too: every float must be finite.
+func (v *validation) rate(key string, val float64, note string) {
+	if !(val > 0 && val <= MaxLearningRate) {
+		v.bad(key, val, "must be in (0, %g]%s", float64(MaxLearningRate), note)
+	}
+}
+
+// fraction records a problem unless val is in [0, 1).
+func (v *validation) fraction(key string, val float64) {
+	if !(val >= 0 && val < 1) {
+		v.bad(key, val, "must be in [0, 1)")
+	}
+}
+
+// name checks the run's name: it names the output folder.
+func (v *validation) name() {
+	name := v.c.Name
+	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." || strings.ContainsFunc(name, unicode.IsControl) {
+		v.bad("name", name, "must be a non-empty name without path separators or control characters (it names the output folder)")
+	}
+}
+
+// data checks data.*: the source, its directory or files, the scale, and
+// the limits against the examples the files hold.
+func (v *validation) data() {
+	d := v.c.Data
+	idx := d.Source == FashionMNIST || d.Source == IDX
+	v.enumOK("data.source")
+	if idx {
+		if st, err := os.Stat(d.Dir); err != nil {
+			hint := ""
+			if d.Source == FashionMNIST {
+				hint = " (install it with: apt-get install dataset-fashion-mnist)"
+			}
+			v.bad("data.dir", d.Dir, "not readable: %v%s", errText(err), hint)
+		} else if !st.IsDir() {
+			v.bad("data.dir", d.Dir, "is not a directory")
+		}
+	}
+	v.userData()
+	v.enumOK("data.scale")
+	v.size("data.train_limit", d.TrainLimit, 0, "examples are counted in 32 bits")
+	v.size("data.test_limit", d.TestLimit, 0, "examples are counted in 32 bits")
+	if idx && (d.TrainLimit > 0 || d.TestLimit > 0) {
+		// Only the headers are read; a bad file is reported when the data
+		// is loaded.
+		if train, test, err := data.IDXDirSizes(d.Dir); err == nil {
+			if d.TrainLimit > train {
+				v.bad("data.train_limit", d.TrainLimit, "must be at most %d, the examples of the training set in %s (0 keeps all)", train, d.Dir)
+			}
+			if d.TestLimit > test {
+				v.bad("data.test_limit", d.TestLimit, "must be at most %d, the examples of the test set in %s (0 keeps all)", test, d.Dir)
+			}
+		}
+	}
+}
+
+// dbn checks dbn.*: at least one RBM, each layer a BLAS size.
+func (v *validation) dbn() {
+	layers := v.c.DBN.Layers
+	if len(layers) < 2 {
+		v.bad("dbn.layers", layers, "needs at least 2 sizes (visible, then hidden): one RBM per adjacent pair")
+	}
+	for i, n := range layers {
+		v.size(fmt.Sprintf("dbn.layers[%d]", i), n, 1, blasSize)
+	}
+	v.enumOK("dbn.visible")
+}
+
+// pretrain checks pretrain.*: sizes, a window's rows, rates, momenta,
+// the settle phase and the probe.
+func (v *validation) pretrain() {
+	p := v.c.Pretrain
+	v.enumOK("pretrain.mode")
+	v.size("pretrain.epochs", p.Epochs, 1, "epochs x mini-batches per epoch are counted in 64 bits")
+	v.size("pretrain.batch_size", p.BatchSize, 1, blasSize)
+	const windowValues = "a window's values, rows x layer width, are counted in 64 bits"
+	v.size("pretrain.k_batches", p.KBatches, 1, windowValues)
+	if p.KBatches >= 1 && p.BatchSize >= 1 && p.KBatches <= MaxSize && p.BatchSize <= MaxSize && p.KBatches*p.BatchSize > MaxSize {
+		v.bad("pretrain.k_batches", p.KBatches, "times pretrain.batch_size = %d gives %d rows per window: must be at most %d (%s)", p.BatchSize, p.KBatches*p.BatchSize, MaxSize, windowValues)
+	}
+	v.atLeast("pretrain.cd_k", p.CDK, 1)
+	v.enumOK("pretrain.middle")
+	v.enumOK("pretrain.l_copy")
+	v.rate("pretrain.learning_rate.initial", p.LearningRate.Initial, "")
+	v.rate("pretrain.learning_rate.final", p.LearningRate.Final, "")
+	v.fraction("pretrain.momentum.initial", p.Momentum.Initial)
+	v.fraction("pretrain.momentum.final", p.Momentum.Final)
+	v.fraction("pretrain.weight_decay", p.WeightDecay)
+	if !(p.Settle.Fraction >= 0 && p.Settle.Fraction <= 1) {
+		v.bad("pretrain.settle.fraction", p.Settle.Fraction, "must be a fraction of the run's windows in [0, 1] (0: no settle phase)")
+	}
+	v.rate("pretrain.settle.learning_rate", p.Settle.LearningRate, "")
+	if p.Probe.Rows < 0 || p.Probe.Rows > MaxProbeRows {
+		v.bad("pretrain.probe.rows", p.Probe.Rows, "must be in [0, %d]: the first training examples the probe measures snapshots on (0: no probe)", MaxProbeRows)
+	}
+}
+
+// cluster checks cluster.*: the NATS URLs, the slaves against the RBMs,
+// the timeouts, and (validatePlan) the plan and the local machines.
+func (v *validation) cluster() {
+	cl := v.c.Cluster
+	if cl.NatsURL != "" {
+		if _, err := NATSURLs(cl.NatsURL); err != nil {
+			v.bad("cluster.nats_url", cl.NatsURL, "%v", err)
+		}
+	}
+	v.atLeast("cluster.slaves", cl.Slaves, 0)
+	if rbms := len(v.c.DBN.Layers) - 1; cl.Slaves > 0 && cl.Slaves < rbms {
+		v.bad("cluster.slaves", cl.Slaves, "the DBN of dbn.layers has %d RBMs and each needs its own slave", rbms)
+	}
+	if cl.JoinTimeout <= 0 {
+		v.bad("cluster.join_timeout", cl.JoinTimeout, "must be a duration > 0, like 60s")
+	}
+	if !(cl.CPUsPerWorker >= 0 && cl.CPUsPerWorker <= MaxCPUsPerWorker) {
+		v.bad("cluster.cpus_per_worker", cl.CPUsPerWorker, "must be a number of CPUs in [0, %d] (0: no cap)", MaxCPUsPerWorker)
+	}
+	v.atLeast("cluster.credits", cl.Credits, 1)
+	v.enumOK("cluster.transport")
+	v.c.validatePlan(v.bad)
+}
+
+// reliability checks reliability.*: checkpoints, loss detection, saves.
+func (v *validation) reliability() {
+	rl := v.c.Reliability
+	v.atLeast("reliability.checkpoint_every", rl.CheckpointEvery, 0)
+	if rl.LostAfter <= 0 {
+		v.bad("reliability.lost_after", rl.LostAfter, "must be a duration > 0, like 4s (slaves report every second)")
+	}
+	if rl.SaveEvery < 0 {
+		v.bad("reliability.save_every", rl.SaveEvery, "must be a duration >= 0, like 5m (0: save only at the end)")
+	}
+}
+
+// finetune checks finetune.*: sizes, rates, the regularizers, and the
+// averaging against early stopping.
+func (v *validation) finetune() {
+	f := v.c.Finetune
+	v.atLeast("finetune.epochs", f.Epochs, 0)
+	v.size("finetune.batch_size", f.BatchSize, 1, blasSize)
+	v.rate("finetune.learning_rate", f.LearningRate, "")
+	v.fraction("finetune.momentum", f.Momentum)
+	if f.LearningRateFinal != 0 {
+		v.rate("finetune.learning_rate_final", f.LearningRateFinal, " (0: keep finetune.learning_rate)")
+	}
+	v.fraction("finetune.weight_decay", f.WeightDecay)
+	if !(f.Validation >= 0 && f.Validation < 1) {
+		v.bad("finetune.validation", f.Validation, "must be a fraction in [0, 1)")
+	}
+	v.atLeast("finetune.patience", f.Patience, 0)
+	v.oneOf("finetune.init", f.Init, "pretrained", "random")
+	if !(f.Dropout >= 0 && f.Dropout < 1) {
+		v.bad("finetune.dropout", f.Dropout, "must be a probability in [0, 1)")
+	}
+	if !(f.InputDropout >= 0 && f.InputDropout < 1) {
+		v.bad("finetune.input_dropout", f.InputDropout, "must be a probability in [0, 1)")
+	}
+	if math.IsNaN(f.MaxNorm) || math.IsInf(f.MaxNorm, 0) || f.MaxNorm < 0 {
+		v.bad("finetune.max_norm", f.MaxNorm, "must be a finite number >= 0 (0: no constraint)")
+	}
+	if !(f.LabelSmoothing >= 0 && f.LabelSmoothing < 1) {
+		v.bad("finetune.label_smoothing", f.LabelSmoothing, "must be a value in [0, 1)")
+	}
+	if f.AverageLast < 0 || f.AverageLast > max(f.Epochs, 0) {
+		v.bad("finetune.average_last", f.AverageLast, "must be a number of epochs in [0, finetune.epochs = %d] (0: no averaging)", f.Epochs)
+	} else if f.AverageLast > 0 && f.Patience > 0 {
+		v.bad("finetune.average_last", f.AverageLast, "must be 0 when finetune.patience is set: averaging replaces best-epoch selection and early stopping")
+	}
+}
+
+// sweep checks sweep.*: the repeats, and that each varied key is a config
+// key (not one of the sweep's own) with at least one value.
+func (v *validation) sweep() {
+	v.atLeast("sweep.repeats", v.c.Sweep.Repeats, 1)
+	for i, a := range v.c.Sweep.Vary {
+		key := fmt.Sprintf("sweep.vary[%d].key", i)
+		if !knownKey(a.Key) || strings.HasPrefix(a.Key, "sweep") {
+			v.bad(key, a.Key, "is not a config key")
+		}
+		if len(a.Values) == 0 {
+			v.bad(fmt.Sprintf("sweep.vary[%d].values", i), a.Values, "must list at least one value")
+		}
+	}
 }
 
 // httpAddrReason says what is wrong with monitor.http = addr, or "": it

@@ -105,9 +105,21 @@ func sections() []string {
 // keys). Good values are replaced by their decoded form (an environment
 // variable's "32" by 32), so that decoding takes them as they are.
 func checkValues(v *viper.Viper, defaults map[string]any) Problems {
-	var ps Problems
 	keys := Keys()
-	// A section given a scalar or a list hides every key below it.
+	ps := checkSections(v, defaults, keys)
+	kinds := keyKinds()
+	for _, k := range keys {
+		ps = append(ps, checkValue(v, k, kinds[k], defaults[k])...)
+	}
+	return append(ps, decodeEnums(v)...)
+}
+
+// checkSections returns a Problem for each section of v given a scalar or
+// a list, which hides every key below it, and sets those keys to the
+// values viper still finds for them, or their defaults. A section below a
+// bad one is not reported again.
+func checkSections(v *viper.Viper, defaults map[string]any, keys []string) Problems {
+	var ps Problems
 	var bad []string
 	for _, s := range sections() {
 		if slices.ContainsFunc(bad, func(b string) bool { return strings.HasPrefix(s, b+".") }) {
@@ -132,84 +144,103 @@ func checkValues(v *viper.Viper, defaults map[string]any) Problems {
 			}
 		}
 	}
+	return ps
+}
 
-	kinds := keyKinds()
-	for _, k := range keys {
-		val := v.Get(k)
-		if val == nil {
-			v.Set(k, defaults[k])
-			continue
+// checkValue checks the value of key k, of kind kd: it sets a good value
+// to its decoded form, and a missing or bad one to def, the key's default,
+// returning the problems found (one for the value, or one per bad item of
+// a list).
+func checkValue(v *viper.Viper, k string, kd kind, def any) Problems {
+	val := v.Get(k)
+	if val == nil {
+		v.Set(k, def)
+		return nil
+	}
+	if kd == kindMaps {
+		return checkMaps(v, k, val, def)
+	}
+	decoded, items, reason := decodeValue(k, kd, val)
+	if reason != "" {
+		v.Set(k, def)
+		return Problems{{Key: k, Value: val, Reason: reason}}
+	}
+	if decoded != nil {
+		v.Set(k, decoded)
+	}
+	return items
+}
+
+// decodeValue converts val, the value of key k, to kind kd. It returns the
+// decoded value (nil: keep val as it is) and the problems of a list's bad
+// items, each replaced by 1 in the list; or, if val is no value of the
+// kind at all, the reason.
+func decodeValue(k string, kd kind, val any) (decoded any, items Problems, reason string) {
+	switch kd {
+	case kindInt:
+		if n, ok := toInt(val); ok {
+			return n, nil, ""
 		}
-		problem := func(reason string) {
-			ps = append(ps, Problem{Key: k, Value: val, Reason: reason})
-			v.Set(k, defaults[k])
+		return nil, nil, "must be an integer"
+	case kindUint:
+		if n, ok := toUint(val); ok {
+			return n, nil, ""
 		}
-		switch kinds[k] {
-		case kindInt:
-			if n, ok := toInt(val); ok {
-				v.Set(k, n)
-			} else {
-				problem("must be an integer")
-			}
-		case kindUint:
-			if n, ok := toUint(val); ok {
-				v.Set(k, n)
-			} else {
-				problem("must be an integer >= 0")
-			}
-		case kindFloat:
-			if f, ok := toFloat(val); ok {
-				v.Set(k, f)
-			} else {
-				problem("must be a number")
-			}
-		case kindBool:
-			if b, ok := toBool(val); ok {
-				v.Set(k, b)
-			} else {
-				problem("must be true or false")
-			}
-		case kindString:
-			if rk := reflect.ValueOf(val).Kind(); rk == reflect.Map || rk == reflect.Slice {
-				problem("must be a string")
-			}
-		case kindDuration:
-			if d, ok := toDuration(val); ok {
-				v.Set(k, d)
-			} else {
-				problem("must be a duration, like 60s")
-			}
-		case kindInts:
-			if ns, bad, ok := listOf(k, val, toInt, 1, "an integer"); ok {
-				ps = append(ps, bad...)
-				v.Set(k, ns)
-			} else {
-				problem("must be a list of integers")
-			}
-		case kindFloats:
-			if fs, bad, ok := listOf(k, val, toFloat, 1, "a number"); ok {
-				ps = append(ps, bad...)
-				v.Set(k, fs)
-			} else {
-				problem("must be a list of numbers")
-			}
-		case kindMaps:
-			items, ok := val.([]any)
-			if !ok {
-				if reflect.ValueOf(val).Kind() != reflect.Slice {
-					problem("must be a list of maps")
-				}
-				continue
-			}
-			for i, it := range items {
-				if _, ok := it.(map[string]any); !ok {
-					ps = append(ps, Problem{Key: fmt.Sprintf("%s[%d]", k, i), Value: it, Reason: "must be a map"})
-					v.Set(k, defaults[k])
-				}
-			}
+		return nil, nil, "must be an integer >= 0"
+	case kindFloat:
+		if f, ok := toFloat(val); ok {
+			return f, nil, ""
+		}
+		return nil, nil, "must be a number"
+	case kindBool:
+		if b, ok := toBool(val); ok {
+			return b, nil, ""
+		}
+		return nil, nil, "must be true or false"
+	case kindString:
+		if rk := reflect.ValueOf(val).Kind(); rk == reflect.Map || rk == reflect.Slice {
+			return nil, nil, "must be a string"
+		}
+	case kindDuration:
+		if d, ok := toDuration(val); ok {
+			return d, nil, ""
+		}
+		return nil, nil, "must be a duration, like 60s"
+	case kindInts:
+		if ns, bad, ok := listOf(k, val, toInt, 1, "an integer"); ok {
+			return ns, bad, ""
+		}
+		return nil, nil, "must be a list of integers"
+	case kindFloats:
+		if fs, bad, ok := listOf(k, val, toFloat, 1, "a number"); ok {
+			return fs, bad, ""
+		}
+		return nil, nil, "must be a list of numbers"
+	}
+	return nil, nil, ""
+}
+
+// checkMaps checks val, the value of key k, a list of maps: a value that
+// is no list is set to def; so is a list with an item that is no map, one
+// problem per such item. A list of another type than []any is left to
+// decoding.
+func checkMaps(v *viper.Viper, k string, val, def any) Problems {
+	items, ok := val.([]any)
+	if !ok {
+		if reflect.ValueOf(val).Kind() != reflect.Slice {
+			v.Set(k, def)
+			return Problems{{Key: k, Value: val, Reason: "must be a list of maps"}}
+		}
+		return nil
+	}
+	var ps Problems
+	for i, it := range items {
+		if _, ok := it.(map[string]any); !ok {
+			ps = append(ps, Problem{Key: fmt.Sprintf("%s[%d]", k, i), Value: it, Reason: "must be a map"})
+			v.Set(k, def)
 		}
 	}
-	return append(ps, decodeEnums(v)...)
+	return ps
 }
 
 // listOf returns the list val holds, each item converted by to, with a

@@ -72,87 +72,114 @@ func readCSV(r io.Reader, opt CSVOptions, limit int) (*csvTable, error) {
 	t := &csvTable{}
 	label := -1
 	first := true
-	var names []string
 	for limit <= 0 || t.rows < limit {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				if errors.Is(pe.Err, csv.ErrFieldCount) {
-					return nil, malformedf("line %d: %d fields, want %d as in the first row", pe.StartLine, len(rec), cr.FieldsPerRecord)
-				}
-				return nil, malformedf("line %d, byte %d: %v", pe.StartLine, pe.Column, pe.Err)
-			}
-			return nil, err
+			return nil, csvReadError(err, len(rec), cr.FieldsPerRecord)
 		}
 		line, _ := cr.FieldPos(0)
 		// hint says why a bad first row was taken as data.
 		hint := ""
 		if first {
 			first = false
-			header := opt.Header
-			if opt.DetectHeader {
-				header = !slices.ContainsFunc(rec, isNumber)
-			}
-			if header {
-				names = slices.Clone(rec)
-				t.header = names
-			} else if opt.DetectHeader {
-				hint = " (the first row holds numbers, so it is data: a header row names every column)"
-			} else {
-				hint = " (the first row is data: is it a header?)"
-			}
-			if label, err = labelIndex(opt.LabelColumn, names, len(rec)); err != nil {
+			var header bool
+			if label, header, hint, err = t.firstRow(rec, opt, line); err != nil {
 				return nil, err
 			}
-			t.cols = len(rec)
-			if label >= 0 {
-				t.cols--
-			}
-			if t.cols == 0 {
-				return nil, malformedf("line %d: no feature columns", line)
-			}
 			if header {
 				continue
 			}
 		}
-		for j, f := range rec {
-			f = strings.TrimSpace(f)
-			if j == label {
-				l, err := strconv.ParseInt(f, 10, 64)
-				if err != nil {
-					if v, ferr := strconv.ParseFloat(f, 64); ferr == nil && v == math.Trunc(v) && math.Abs(v) < 1<<53 {
-						l, err = int64(v), nil // 3.0
-					}
-				}
-				if err != nil {
-					if isNumber(f) {
-						hint = ""
-					}
-					return nil, malformedf("line %d, %s: label %q, want an integer%s", line, colName(names, j), f, hint)
-				}
-				t.labels = append(t.labels, l)
-				continue
-			}
-			v, err := strconv.ParseFloat(f, 64)
-			if err != nil && !errors.Is(err, strconv.ErrRange) {
-				return nil, malformedf("line %d, %s: %q is not a number%s", line, colName(names, j), f, hint)
-			}
-			x := float32(v)
-			if math.IsNaN(v) || math.IsInf(float64(x), 0) {
-				return nil, malformedf("line %d, %s: %q, want a finite number (float32)", line, colName(names, j), f)
-			}
-			t.x = append(t.x, x)
+		if err := t.appendRow(rec, label, line, hint); err != nil {
+			return nil, err
 		}
-		t.rows++
 	}
 	if first {
 		return nil, malformedf("empty, want rows of numbers")
 	}
 	return t, nil
+}
+
+// csvReadError is the error of a record the CSV reader could not read:
+// one line naming the line, with the row's fields and the first row's
+// (want) for a row of another length.
+func csvReadError(err error, fields, want int) error {
+	var pe *csv.ParseError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	if errors.Is(pe.Err, csv.ErrFieldCount) {
+		return malformedf("line %d: %d fields, want %d as in the first row", pe.StartLine, fields, want)
+	}
+	return malformedf("line %d, byte %d: %v", pe.StartLine, pe.Column, pe.Err)
+}
+
+// firstRow reads the first row, rec at line: whether it is a header (then
+// t.header holds its names), the label column's index (-1: none), the
+// number of feature columns (t.cols), and the hint that an error in the
+// row, if it is data, should carry.
+func (t *csvTable) firstRow(rec []string, opt CSVOptions, line int) (label int, header bool, hint string, err error) {
+	header = opt.Header
+	if opt.DetectHeader {
+		header = !slices.ContainsFunc(rec, isNumber)
+	}
+	if header {
+		t.header = slices.Clone(rec)
+	} else if opt.DetectHeader {
+		hint = " (the first row holds numbers, so it is data: a header row names every column)"
+	} else {
+		hint = " (the first row is data: is it a header?)"
+	}
+	if label, err = labelIndex(opt.LabelColumn, t.header, len(rec)); err != nil {
+		return -1, false, "", err
+	}
+	t.cols = len(rec)
+	if label >= 0 {
+		t.cols--
+	}
+	if t.cols == 0 {
+		return -1, false, "", malformedf("line %d: no feature columns", line)
+	}
+	return label, header, hint, nil
+}
+
+// appendRow decodes rec, the data row at line, onto t: the label column's
+// field (label; -1: none) as a label, every other as a feature. hint goes
+// with an error in a field that is not a number.
+func (t *csvTable) appendRow(rec []string, label, line int, hint string) error {
+	for j, f := range rec {
+		f = strings.TrimSpace(f)
+		if j == label {
+			l, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				if v, ferr := strconv.ParseFloat(f, 64); ferr == nil && v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+					l, err = int64(v), nil // 3.0
+				}
+			}
+			if err != nil {
+				if isNumber(f) {
+					hint = ""
+				}
+				return malformedf("line %d, %s: label %q, want an integer%s", line, colName(t.header, j), f, hint)
+			}
+			t.labels = append(t.labels, l)
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
+			return malformedf("line %d, %s: %q is not a number%s", line, colName(t.header, j), f, hint)
+		}
+		x := float32(v)
+		if math.IsNaN(v) || math.IsInf(float64(x), 0) {
+			return malformedf("line %d, %s: %q, want a finite number (float32)", line, colName(t.header, j), f)
+		}
+		t.x = append(t.x, x)
+	}
+	t.rows++
+	return nil
 }
 
 // colName names column j: "column index j", with " (name)" from a header.

@@ -174,31 +174,8 @@ func parseNPYDict(text string) (npyHeader, error) {
 			return npyHeader{}, bad("want ':' after '" + key + "'")
 		}
 		p.space()
-		switch key {
-		case "descr":
-			d, ok := p.str()
-			if !ok {
-				return npyHeader{}, bad("'descr' is not a string: structured dtypes are not supported")
-			}
-			if err := h.setDescr(d); err != nil {
-				return npyHeader{}, err
-			}
-		case "fortran_order":
-			switch {
-			case p.word("True"):
-				h.fortran = true
-			case p.word("False"):
-			default:
-				return npyHeader{}, bad("'fortran_order' must be True or False")
-			}
-		case "shape":
-			shape, ok := p.tuple()
-			if !ok {
-				return npyHeader{}, bad("'shape' must be a tuple of integers >= 0")
-			}
-			h.shape = shape
-		default:
-			return npyHeader{}, bad("unknown key '" + key + "'")
+		if err := h.setKey(p, key, bad); err != nil {
+			return npyHeader{}, err
 		}
 		p.space()
 		if p.eat('}') {
@@ -216,14 +193,54 @@ func parseNPYDict(text string) (npyHeader, error) {
 			return npyHeader{}, bad("no '" + k + "'")
 		}
 	}
+	if err := h.setCount(); err != nil {
+		return npyHeader{}, err
+	}
+	return h, nil
+}
+
+// setKey reads the value of the dict's key at p: descr, fortran_order or
+// shape. bad makes the error of a value it cannot read, or of another key.
+func (h *npyHeader) setKey(p *pyLit, key string, bad func(why string) error) error {
+	switch key {
+	case "descr":
+		d, ok := p.str()
+		if !ok {
+			return bad("'descr' is not a string: structured dtypes are not supported")
+		}
+		return h.setDescr(d)
+	case "fortran_order":
+		switch {
+		case p.word("True"):
+			h.fortran = true
+		case p.word("False"):
+		default:
+			return bad("'fortran_order' must be True or False")
+		}
+	case "shape":
+		shape, ok := p.tuple()
+		if !ok {
+			return bad("'shape' must be a tuple of integers >= 0")
+		}
+		h.shape = shape
+	default:
+		return bad("unknown key '" + key + "'")
+	}
+	return nil
+}
+
+// setCount sets h.count, the values of h.shape, refusing a shape of more
+// than MaxNPYBytes bytes (checked before each product, which therefore
+// cannot overflow).
+func (h *npyHeader) setCount() error {
 	h.count = 1
 	for _, d := range h.shape {
 		if d != 0 && h.count > MaxNPYBytes/int64(h.size)/int64(d) {
-			return npyHeader{}, malformedf("shape %s: more than %d bytes of data", shapeString(h.shape), int64(MaxNPYBytes))
+			return malformedf("shape %s: more than %d bytes of data", shapeString(h.shape), int64(MaxNPYBytes))
 		}
 		h.count *= int64(d)
 	}
-	return h, nil
+	return nil
 }
 
 // setDescr reads a dtype string like <f4 or |u1.
@@ -386,39 +403,17 @@ func readNPY(r io.Reader, want arrayWant) (*npyArray, error) {
 	return readNPYData(r, h, want)
 }
 
+// readNPYData decodes the data of a .npy stream from r, after its header
+// h, as readNPY describes.
 func readNPYData(r io.Reader, h npyHeader, want arrayWant) (*npyArray, error) {
-	if want.size >= 0 {
-		data := want.size - h.headerLen
-		switch {
-		case data < h.bytes():
-			return nil, malformedf("truncated: shape %s of %s needs %d bytes of data, the file holds %d", shapeString(h.shape), h.descr, h.bytes(), max(data, 0))
-		case data > h.bytes():
-			return nil, malformedf("%d bytes after the data of shape %s of %s (a corrupt header?)", data-h.bytes(), shapeString(h.shape), h.descr)
-		}
+	if err := h.checkSize(want.size); err != nil {
+		return nil, err
+	}
+	n, cols, err := h.rowsCols(want.labels)
+	if err != nil {
+		return nil, err
 	}
 	a := &npyArray{shape: h.shape, descr: h.descr}
-	if len(h.shape) == 0 {
-		return nil, malformedf("a scalar (shape ()), want an array of examples")
-	}
-	n := h.shape[0]
-	cols := 1
-	if n > 0 {
-		cols = int(h.count / int64(n))
-	} else {
-		for _, d := range h.shape[1:] {
-			cols *= d
-		}
-	}
-	if want.labels {
-		if len(h.shape) > 2 || (len(h.shape) == 2 && h.shape[1] != 1) {
-			return nil, malformedf("shape %s, want labels of shape (n,) or (n, 1)", shapeString(h.shape))
-		}
-		if h.kind != 'i' && h.kind != 'u' {
-			return nil, malformedf("dtype '%s', want integer labels (|u1, <i8, ...)", h.descr)
-		}
-	} else if h.kind == 'b' {
-		return nil, malformedf("dtype '%s' (bool), want numbers (<f4, <f8, |u1, ...)", h.descr)
-	}
 	rows := n
 	if want.rows > 0 && want.rows < n && !h.fortran {
 		rows = want.rows // the rest is not read
@@ -432,31 +427,9 @@ func readNPYData(r io.Reader, h npyHeader, want arrayWant) (*npyArray, error) {
 	} else {
 		a.floats = make([]float32, count)
 	}
-	// Elements go to dst[place(k)]: k itself in C order; for Fortran
-	// order, the C index of the k-th column-major element.
-	place := func(k int64) int64 { return k }
-	if h.fortran && len(h.shape) > 1 {
-		place = fortranPlace(h.shape)
-	}
 	br := bufio.NewReaderSize(r, 1<<16)
-	var buf [8]byte
-	for k := range count {
-		if _, err := io.ReadFull(br, buf[:h.size]); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, malformedf("truncated: shape %s of %s needs %d bytes of data, the file ends within element %d", shapeString(h.shape), h.descr, h.bytes(), k)
-			}
-			return nil, err
-		}
-		at := place(k)
-		if want.labels {
-			a.ints[at] = h.int(buf[:h.size])
-			continue
-		}
-		v := h.float(buf[:h.size])
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return nil, malformedf("value [%s] is %v, want finite numbers%s", index(h.shape, at), h.float64(buf[:h.size]), f32note(h))
-		}
-		a.floats[at] = v
+	if err := a.readElements(br, h, count, want.labels); err != nil {
+		return nil, err
 	}
 	if count < h.count {
 		return a, nil // a limit: the rest is not read
@@ -472,6 +445,85 @@ func readNPYData(r io.Reader, h npyHeader, want arrayWant) (*npyArray, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// checkSize checks the header's claim against size, arrayWant.size: the
+// data must fill the bytes after the header exactly (size < 0: unknown,
+// nothing to check).
+func (h npyHeader) checkSize(size int64) error {
+	if size < 0 {
+		return nil
+	}
+	data := size - h.headerLen
+	switch {
+	case data < h.bytes():
+		return malformedf("truncated: shape %s of %s needs %d bytes of data, the file holds %d", shapeString(h.shape), h.descr, h.bytes(), max(data, 0))
+	case data > h.bytes():
+		return malformedf("%d bytes after the data of shape %s of %s (a corrupt header?)", data-h.bytes(), shapeString(h.shape), h.descr)
+	}
+	return nil
+}
+
+// rowsCols returns the examples (n, the first dimension) and the values
+// per example (cols, the product of the others) of the array, which must
+// be one of examples: of labels (integers, shape (n,) or (n, 1)) if labels
+// is set, else of numbers.
+func (h npyHeader) rowsCols(labels bool) (n, cols int, err error) {
+	if len(h.shape) == 0 {
+		return 0, 0, malformedf("a scalar (shape ()), want an array of examples")
+	}
+	n = h.shape[0]
+	cols = 1
+	if n > 0 {
+		cols = int(h.count / int64(n))
+	} else {
+		for _, d := range h.shape[1:] {
+			cols *= d
+		}
+	}
+	if labels {
+		if len(h.shape) > 2 || (len(h.shape) == 2 && h.shape[1] != 1) {
+			return 0, 0, malformedf("shape %s, want labels of shape (n,) or (n, 1)", shapeString(h.shape))
+		}
+		if h.kind != 'i' && h.kind != 'u' {
+			return 0, 0, malformedf("dtype '%s', want integer labels (|u1, <i8, ...)", h.descr)
+		}
+	} else if h.kind == 'b' {
+		return 0, 0, malformedf("dtype '%s' (bool), want numbers (<f4, <f8, |u1, ...)", h.descr)
+	}
+	return n, cols, nil
+}
+
+// readElements reads the first count elements of the array from br into
+// a.ints (labels) or a.floats, in C order whatever the file's order;
+// floats must be finite.
+func (a *npyArray) readElements(br *bufio.Reader, h npyHeader, count int64, labels bool) error {
+	// Elements go to dst[place(k)]: k itself in C order; for Fortran
+	// order, the C index of the k-th column-major element.
+	place := func(k int64) int64 { return k }
+	if h.fortran && len(h.shape) > 1 {
+		place = fortranPlace(h.shape)
+	}
+	var buf [8]byte
+	for k := range count {
+		if _, err := io.ReadFull(br, buf[:h.size]); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return malformedf("truncated: shape %s of %s needs %d bytes of data, the file ends within element %d", shapeString(h.shape), h.descr, h.bytes(), k)
+			}
+			return err
+		}
+		at := place(k)
+		if labels {
+			a.ints[at] = h.int(buf[:h.size])
+			continue
+		}
+		v := h.float(buf[:h.size])
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return malformedf("value [%s] is %v, want finite numbers%s", index(h.shape, at), h.float64(buf[:h.size]), f32note(h))
+		}
+		a.floats[at] = v
+	}
+	return nil
 }
 
 // f32note explains why a finite float64 is not finite: it is beyond float32.

@@ -44,66 +44,17 @@ func LoadModel(dir string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	w := weightsNPZ{wpath, arrays}
 	m := &Model{Dir: dir}
-	// layer returns the prefixed W<id>, b<id> as a layer, or ok false when
-	// W<id> is absent.
-	layer := func(prefix, id string) (finetune.Layer, bool, error) {
-		w, ok := arrays[prefix+"W"+id]
-		if !ok {
-			return finetune.Layer{}, false, nil
-		}
-		b, ok := arrays[prefix+"b"+id]
-		if len(w.Shape) != 2 || !ok || len(b.Shape) != 1 || b.Shape[0] != w.Shape[1] {
-			return finetune.Layer{}, false, fmt.Errorf("%s: %sW%s has shape %v and %sb%s %v: want in x out and out", wpath, prefix, id, w.Shape, prefix, id, b.Shape)
-		}
-		return finetune.Layer{In: w.Shape[0], Out: w.Shape[1], W: w.Values, B: b.Values}, true, nil
-	}
-	chain := func(layers []finetune.Layer, what string) error {
-		for i := 1; i < len(layers); i++ {
-			if layers[i].In != layers[i-1].Out {
-				return fmt.Errorf("%s: %s layer %d has %d inputs, layer %d %d outputs", wpath, what, i+1, layers[i].In, i, layers[i-1].Out)
-			}
-		}
-		return nil
-	}
-	for i := 1; ; i++ {
-		l, ok, err := layer("", strconv.Itoa(i))
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		m.Pretrained = append(m.Pretrained, l)
-	}
-	if len(m.Pretrained) == 0 {
-		return nil, fmt.Errorf("%s: no W1: not the weights of a pipedbn run", wpath)
-	}
-	if err := chain(m.Pretrained, "pre-trained"); err != nil {
+	if m.Pretrained, err = w.pretrained(); err != nil {
 		return nil, err
 	}
 	m.Layers = []int{m.Pretrained[0].In}
 	for _, l := range m.Pretrained {
 		m.Layers = append(m.Layers, l.Out)
 	}
-	if out, ok, err := layer(finetunePrefix, outputLayer); err != nil {
+	if m.Finetuned, err = w.finetuned(len(m.Pretrained)); err != nil {
 		return nil, err
-	} else if ok {
-		net := &finetune.Network{Out: out}
-		for i := 1; i <= len(m.Pretrained); i++ {
-			l, ok, err := layer(finetunePrefix, strconv.Itoa(i))
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				return nil, fmt.Errorf("%s: %sW%d is missing: want one fine-tuned layer per RBM", wpath, finetunePrefix, i)
-			}
-			net.Hidden = append(net.Hidden, l)
-		}
-		if err := chain(append(net.Hidden, out), "fine-tuned"); err != nil {
-			return nil, err
-		}
-		m.Finetuned = net
 	}
 	if mean, ok := arrays[inputMean]; ok {
 		scale := arrays[inputScale]
@@ -119,6 +70,85 @@ func LoadModel(dir string) (*Model, error) {
 		return nil, fmt.Errorf("%s: %d features: want %d, the DBN's inputs", filepath.Join(dir, ScaleFile), len(m.Scaler.Offset), m.Layers[0])
 	}
 	return m, nil
+}
+
+// weightsNPZ are the arrays of a run's WeightsFile, read from path.
+type weightsNPZ struct {
+	path   string
+	arrays map[string]data.Array
+}
+
+// layer returns the prefixed W<id>, b<id> as a layer, or ok false when
+// W<id> is absent.
+func (ws weightsNPZ) layer(prefix, id string) (finetune.Layer, bool, error) {
+	w, ok := ws.arrays[prefix+"W"+id]
+	if !ok {
+		return finetune.Layer{}, false, nil
+	}
+	b, ok := ws.arrays[prefix+"b"+id]
+	if len(w.Shape) != 2 || !ok || len(b.Shape) != 1 || b.Shape[0] != w.Shape[1] {
+		return finetune.Layer{}, false, fmt.Errorf("%s: %sW%s has shape %v and %sb%s %v: want in x out and out", ws.path, prefix, id, w.Shape, prefix, id, b.Shape)
+	}
+	return finetune.Layer{In: w.Shape[0], Out: w.Shape[1], W: w.Values, B: b.Values}, true, nil
+}
+
+// chain checks that each of layers takes the outputs of the one before;
+// what names the layers in an error.
+func (ws weightsNPZ) chain(layers []finetune.Layer, what string) error {
+	for i := 1; i < len(layers); i++ {
+		if layers[i].In != layers[i-1].Out {
+			return fmt.Errorf("%s: %s layer %d has %d inputs, layer %d %d outputs", ws.path, what, i+1, layers[i].In, i, layers[i-1].Out)
+		}
+	}
+	return nil
+}
+
+// pretrained returns the RBMs' layers, W1 b1, W2 b2, ... up to the first
+// W<i> missing: at least one, chained.
+func (ws weightsNPZ) pretrained() ([]finetune.Layer, error) {
+	var layers []finetune.Layer
+	for i := 1; ; i++ {
+		l, ok, err := ws.layer("", strconv.Itoa(i))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		layers = append(layers, l)
+	}
+	if len(layers) == 0 {
+		return nil, fmt.Errorf("%s: no W1: not the weights of a pipedbn run", ws.path)
+	}
+	if err := ws.chain(layers, "pre-trained"); err != nil {
+		return nil, err
+	}
+	return layers, nil
+}
+
+// finetuned returns the fine-tuned classifier, one hidden layer per RBM
+// (rbms) and the output layer, chained; nil if the run did not fine-tune
+// (no output layer).
+func (ws weightsNPZ) finetuned(rbms int) (*finetune.Network, error) {
+	out, ok, err := ws.layer(finetunePrefix, outputLayer)
+	if err != nil || !ok {
+		return nil, err
+	}
+	net := &finetune.Network{Out: out}
+	for i := 1; i <= rbms; i++ {
+		l, ok, err := ws.layer(finetunePrefix, strconv.Itoa(i))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s: %sW%d is missing: want one fine-tuned layer per RBM", ws.path, finetunePrefix, i)
+		}
+		net.Hidden = append(net.Hidden, l)
+	}
+	if err := ws.chain(append(net.Hidden, out), "fine-tuned"); err != nil {
+		return nil, err
+	}
+	return net, nil
 }
 
 // Prepare checks that f has the DBN's inputs and prepares its values in

@@ -92,105 +92,23 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 		return nil, err
 	}
 	cl := cfg.Cluster
-	L := len(stages)
-	explicit, err := cl.StageGroups(L)
+	explicit, err := cl.StageGroups(len(stages))
 	if err != nil {
 		return nil, fmt.Errorf("config %s: cluster.plan = %q: %w", cfg.File, cl.Plan, err)
 	}
-	unequal := len(cl.MachineCPUs) > 0
-	capped := (cl.CPUsPerWorker > 0 || unequal) && !cl.Colocate
-	m := cl.LocalSlaves
-	switch {
-	case m > 0:
-	case unequal:
-		m = len(cl.MachineCPUs)
-	case explicit != nil:
-		m = config.Processes(explicit)
-	case cl.Plan == config.PlanOnePerRBM || capped:
-		m = L
-	default:
-		m = 1
-	}
+	capped := (cl.CPUsPerWorker > 0 || len(cl.MachineCPUs) > 0) && !cl.Colocate
 	lay := &layout{}
-	cpus := float64(runtime.NumCPU()) / float64(m)
-	switch {
-	case capped:
-		cpus = cl.CPUsPerWorker
-		lay.threads = workerThreads(cpus)
-	case cl.Colocate && cl.CPUsPerWorker > 0:
-		cpus = cl.CPUsPerWorker / float64(m)
-		lay.threads = workerThreads(cpus)
-	default:
-		lay.threads = max(1, runtime.NumCPU()/m)
-	}
-	// machineCPUs[p] is the CPUs of the machine the plan calls
-	// process-<p+1>.
-	machineCPUs := make([]float64, m)
-	for p := range machineCPUs {
-		machineCPUs[p] = cpus
-		if unequal {
-			machineCPUs[p] = cl.MachineCPUs[p]
-		}
-	}
-	if unequal {
-		lay.threads = 0 // each process's own: workerThreads(proc.cpus)
-	} else {
-		lay.machineCPUs = cpus
-	}
-
-	s := stages[0]
-	job := plan.Job{BatchSize: s.BatchSize, K: s.K, CDK: s.CDK, SyncEvery: cl.SyncEvery,
-		Windows: s.Epochs*pipeline.WindowsPerEpoch(examples, s.BatchSize, s.K) + s.Settle.Windows}
-	job.Layers = append(job.Layers, s.Visible)
-	for _, st := range stages {
-		job.Layers = append(job.Layers, st.Hidden)
-	}
-	speed := measureSpeed()
-	lay.speed = speed
+	machineCPUs := lay.sizeMachines(cl, localProcesses(cl, len(stages), explicit, capped), capped)
+	job := localJob(cl, stages, examples)
+	lay.speed = measureSpeed()
 	pc := plan.Cluster{Network: plan.Network{Latency: localLatency}, ByteWork: localByteWork}
 	cpusOf := map[string]float64{}
 	for p, c := range machineCPUs {
 		name := fmt.Sprintf("process-%d", p+1)
 		cpusOf[name] = c
-		pc.Machines = append(pc.Machines, plan.Machine{Name: name, CPUs: c, Speed: speed})
+		pc.Machines = append(pc.Machines, plan.Machine{Name: name, CPUs: c, Speed: lay.speed})
 	}
-	makePlan := func() (*plan.Plan, error) {
-		switch {
-		case explicit != nil:
-			var groups []plan.Group
-			p := 0
-			for _, g := range explicit {
-				pg := plan.Group{First: g.First, Last: g.Last}
-				for range g.Replicas {
-					pg.Machines = append(pg.Machines, pc.Machines[p].Name)
-					p++
-				}
-				groups = append(groups, pg)
-			}
-			return plan.Explicit(job, pc, groups)
-		case cl.Plan == config.PlanOnePerRBM:
-			return plan.OnePerRBM(job, pc)
-		default:
-			return plan.Auto(job, pc, plan.Options{Tolerance: cl.ReplicaTolerance, MaxReplicas: cl.MaxReplicas, TopOnly: cl.Replicate == config.ReplicateTop})
-		}
-	}
-	// Replicas take a step per sub-batch, whose cost depends on the RBM's
-	// shape and this machine: measure it for each RBM the plan replicates,
-	// and plan again, until the plan replicates no RBM left unmeasured.
-	for {
-		if lay.plan, err = makePlan(); err != nil {
-			break
-		}
-		unmeasured := replicatedUnmeasured(lay.plan, job.StepRows)
-		if len(unmeasured) == 0 {
-			break
-		}
-		if job.StepRows == nil {
-			job.StepRows = make([]float64, L)
-		}
-		measureStepRows(job, unmeasured)
-	}
-	lay.stepRows = job.StepRows
+	lay.plan, lay.stepRows, err = planMeasured(cl, explicit, job, pc)
 	if err != nil {
 		return nil, fmt.Errorf("plan the local slaves: %w", err)
 	}
@@ -204,6 +122,116 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 		}
 	}
 	return lay, nil
+}
+
+// localProcesses is the number of local slave processes of a DBN of rbms
+// RBMs: cluster.local_slaves if set, else one per machine of
+// cluster.machine_cpus, per process of an explicit plan, per RBM (the
+// paper's plan, or capped processes), or else one.
+func localProcesses(cl config.Cluster, rbms int, explicit []config.StageGroup, capped bool) int {
+	switch {
+	case cl.LocalSlaves > 0:
+		return cl.LocalSlaves
+	case len(cl.MachineCPUs) > 0:
+		return len(cl.MachineCPUs)
+	case explicit != nil:
+		return config.Processes(explicit)
+	case cl.Plan == config.PlanOnePerRBM || capped:
+		return rbms
+	}
+	return 1
+}
+
+// sizeMachines sets lay's threads and machineCPUs for m local processes
+// and returns each process's CPUs (the machine the plan calls
+// process-<p+1> at p): cluster.machine_cpus where given, else
+// cluster.cpus_per_worker each (capped), the colocated cap shared, or this
+// box's CPUs shared.
+func (lay *layout) sizeMachines(cl config.Cluster, m int, capped bool) []float64 {
+	unequal := len(cl.MachineCPUs) > 0
+	cpus := float64(runtime.NumCPU()) / float64(m)
+	switch {
+	case capped:
+		cpus = cl.CPUsPerWorker
+		lay.threads = workerThreads(cpus)
+	case cl.Colocate && cl.CPUsPerWorker > 0:
+		cpus = cl.CPUsPerWorker / float64(m)
+		lay.threads = workerThreads(cpus)
+	default:
+		lay.threads = max(1, runtime.NumCPU()/m)
+	}
+	machineCPUs := make([]float64, m)
+	for p := range machineCPUs {
+		machineCPUs[p] = cpus
+		if unequal {
+			machineCPUs[p] = cl.MachineCPUs[p]
+		}
+	}
+	if unequal {
+		lay.threads = 0 // each process's own: workerThreads(proc.cpus)
+	} else {
+		lay.machineCPUs = cpus
+	}
+	return machineCPUs
+}
+
+// localJob is the planner's view of the pipelined run of stages on
+// examples rows of data.
+func localJob(cl config.Cluster, stages []pipeline.StageConfig, examples int) plan.Job {
+	s := stages[0]
+	job := plan.Job{BatchSize: s.BatchSize, K: s.K, CDK: s.CDK, SyncEvery: cl.SyncEvery,
+		Windows: s.Epochs*pipeline.WindowsPerEpoch(examples, s.BatchSize, s.K) + s.Settle.Windows}
+	job.Layers = append(job.Layers, s.Visible)
+	for _, st := range stages {
+		job.Layers = append(job.Layers, st.Hidden)
+	}
+	return job
+}
+
+// planLocal plans job on pc as cluster.plan says: the explicit stage
+// groups, each replica on the next machine; the paper's one RBM per
+// slave; or the planner's choice.
+func planLocal(cl config.Cluster, explicit []config.StageGroup, job plan.Job, pc plan.Cluster) (*plan.Plan, error) {
+	switch {
+	case explicit != nil:
+		var groups []plan.Group
+		p := 0
+		for _, g := range explicit {
+			pg := plan.Group{First: g.First, Last: g.Last}
+			for range g.Replicas {
+				pg.Machines = append(pg.Machines, pc.Machines[p].Name)
+				p++
+			}
+			groups = append(groups, pg)
+		}
+		return plan.Explicit(job, pc, groups)
+	case cl.Plan == config.PlanOnePerRBM:
+		return plan.OnePerRBM(job, pc)
+	default:
+		return plan.Auto(job, pc, plan.Options{Tolerance: cl.ReplicaTolerance, MaxReplicas: cl.MaxReplicas, TopOnly: cl.Replicate == config.ReplicateTop})
+	}
+}
+
+// planMeasured plans job on pc (planLocal) and returns the plan with the
+// step costs measured for it (job.StepRows; nil: none measured).
+// Replicas take a step per sub-batch, whose cost depends on the RBM's
+// shape and this machine: measure it for each RBM the plan replicates,
+// and plan again, until the plan replicates no RBM left unmeasured.
+func planMeasured(cl config.Cluster, explicit []config.StageGroup, job plan.Job, pc plan.Cluster) (*plan.Plan, []float64, error) {
+	for {
+		p, err := planLocal(cl, explicit, job, pc)
+		if err != nil {
+			return nil, job.StepRows, err
+		}
+		unmeasured := replicatedUnmeasured(p, job.StepRows)
+		if len(unmeasured) == 0 {
+			return p, job.StepRows, nil
+		}
+		if job.StepRows == nil {
+			job.StepRows = make([]float64, len(job.Layers)-1)
+		}
+		measureStepRows(job, unmeasured)
+	}
 }
 
 // replicas returns each RBM's number of stage replicas, RBM_i's at i-1.

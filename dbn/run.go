@@ -161,7 +161,63 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 	if out == "" {
 		out = cfg.OutDir()
 	}
+	d, err := prepareRun(cfg, opt, out)
+	if err != nil {
+		return nil, err
+	}
+	stageCfgs := Stages(cfg, d.train.N)
+	if st := stageCfgs[0].Settle; cfg.Pretrain.Settle.Schedule == pipeline.SettleInEpochs && st.Windows > 0 {
+		log.Info("the settle phase's windows would take more than this brief run can spare of its epochs: they go after them, as pretrain.settle.schedule after has them",
+			"windows", st.Windows, "epochs_windows", st.From, "most_in_epochs", pipeline.MaxInEpochs)
+	}
+	res = newResult(cfg, d)
+	trained, probe, err := pretrainShown(ctx, cfg, opt, out, d.train, stageCfgs, res)
+	if err != nil {
+		return nil, err
+	}
+	res.record(cfg, trained, probe, d.train)
+	var weights []array
+	for i, r := range trained.rbms {
+		weights = append(weights, rbmArrays(i+1, r.Visible, r.Hidden, r.W, r.A, r.B)...)
+	}
+	weights = append(weights, d.input...)
+	log.Info("pre-training done", "seconds", res.PretrainSeconds)
+	// Save the pre-trained network now: a failure in fine-tuning loses none
+	// of it.
+	if err := saveRun(out, res, weights); err != nil {
+		return nil, err
+	}
+	if cfg.Finetune.Epochs > 0 {
+		opt.Monitor.FineTuning(cfg.Finetune.Epochs)
+		ft, net, err := finetuneNet(ctx, cfg, log, opt.Monitor, d.train, d.test, trained.rbms)
+		if err != nil {
+			return nil, err
+		}
+		res.Finetune = ft
+		opt.Monitor.Finetuned(monitorFinetune(ft))
+		weights = append(weights, finetuneArrays(net)...)
+		if err := saveRun(out, res, weights); err != nil {
+			return nil, err
+		}
+	}
+	log.Info("results written", "dir", out)
+	return res, nil
+}
 
+// runData is a run's data, prepared: the train and test sets scaled (and
+// standardised), data.scale's fit, and the standardisation's arrays for
+// weights.npz (nil: none).
+type runData struct {
+	train, test *data.Set
+	scaler      *data.Scaler
+	input       []array
+}
+
+// prepareRun checks that cfg's run fits, loads and prepares its data, and
+// makes the output folder out with data.scale's fit and the monitor's URL
+// in it.
+func prepareRun(cfg *config.Config, opt Options, out string) (*runData, error) {
+	log := opt.Logger
 	// Refuse what cannot fit before the data is loaded or an RBM allocated.
 	if err := CheckLimits(cfg, log); err != nil {
 		return nil, err
@@ -171,19 +227,18 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 	if err != nil {
 		return nil, err
 	}
-	scaler, err := scaleData(cfg, train, test)
-	if err != nil {
+	d := &runData{train: train, test: test}
+	if d.scaler, err = scaleData(cfg, train, test); err != nil {
 		return nil, err
 	}
-	var input []array
 	if cfg.DBN.Visible == rbm.Gaussian {
 		// NumPy needs them to feed raw pixels to the network.
-		input = inputArrays(standardize(train, test))
+		d.input = inputArrays(standardize(train, test))
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, fmt.Errorf("output.dir = %q: %w", out, err)
 	}
-	if err := writeScaler(out, scaler); err != nil {
+	if err := writeScaler(out, d.scaler); err != nil {
 		return nil, err
 	}
 	if url := opt.Monitor.URL(); url != "" {
@@ -194,22 +249,29 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 		}
 	}
 	log.Info("data loaded", "source", train.Name, "train", train.N, "test", test.N, "dim", train.Dim, "seconds", time.Since(t0).Seconds())
+	return d, nil
+}
 
-	stageCfgs := Stages(cfg, train.N)
-	if st := stageCfgs[0].Settle; cfg.Pretrain.Settle.Schedule == pipeline.SettleInEpochs && st.Windows > 0 {
-		log.Info("the settle phase's windows would take more than this brief run can spare of its epochs: they go after them, as pretrain.settle.schedule after has them",
-			"windows", st.Windows, "epochs_windows", st.From, "most_in_epochs", pipeline.MaxInEpochs)
-	}
-	res = &Result{
+// newResult is the result of cfg's run on d before it trains.
+func newResult(cfg *config.Config, d *runData) *Result {
+	return &Result{
 		Name: cfg.Name, Mode: cfg.Pretrain.Mode, Seed: cfg.Seed, Layers: cfg.DBN.Layers,
 		Weights:       WeightsFile,
-		Data:          DataInfo{Source: train.Name, Train: train.N, Test: test.N, Dim: train.Dim, Scale: scaleName(scaler, cfg)},
+		Data:          DataInfo{Source: d.train.Name, Train: d.train.N, Test: d.test.N, Dim: d.train.Dim, Scale: scaleName(d.scaler, cfg)},
 		BLAS:          blas.Name(),
 		BLASCore:      blas.Core(),
 		CPUsPerWorker: cfg.Cluster.CPUsPerWorker,
 		Colocate:      cfg.Cluster.Colocate,
 		Config:        cfg.File,
 	}
+}
+
+// pretrainShown pre-trains the stages on train (pretrain) with the
+// progress display and the monitor following, and sets
+// res.PretrainSeconds. It returns the probe, nil if pretrain.probe is off,
+// to measure the trained RBMs.
+func pretrainShown(ctx context.Context, cfg *config.Config, opt Options, out string, train *data.Set, stageCfgs []pipeline.StageConfig, res *Result) (*trained, *probe, error) {
+	log := opt.Logger
 	prog := newProgress(opt.Progress, opt.Terminal, log, stageCfgs, train.N)
 	prog.mon = opt.Monitor
 	prog.probe = newProbe(cfg.Pretrain.Probe.Rows, stageCfgs, train.N)
@@ -222,66 +284,49 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 	log.Info("pre-training", "mode", cfg.Pretrain.Mode, "layers", fmt.Sprint(cfg.DBN.Layers), "epochs", cfg.Pretrain.Epochs, "batch_size", cfg.Pretrain.BatchSize, "blas", blas.Name(), "blas_core", blas.Core(), "threads", blas.Threads())
 	start := time.Now()
 	prog.probe.started()
-	trained, err := pretrain(ctx, cfg, opt, out, train, stageCfgs, prog)
+	t, err := pretrain(ctx, cfg, opt, out, train, stageCfgs, prog)
 	prog.stop()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res.PretrainSeconds = time.Since(start).Seconds()
-	res.RBMs = trained.results
+	return t, prog.probe, nil
+}
+
+// record fills in what pre-training gave: each RBM's row (its settle
+// phase's errors apart, the final reconstruction error on train, the
+// probe's points), resumption and recoveries, the local slaves' plan.
+func (res *Result) record(cfg *config.Config, t *trained, pr *probe, train *data.Set) {
+	res.RBMs = t.results
 	for i := range res.RBMs {
 		if r := &res.RBMs[i]; len(r.ReconError) > cfg.Pretrain.Epochs {
 			r.ReconError, r.SettleReconError = r.ReconError[:cfg.Pretrain.Epochs], r.ReconError[cfg.Pretrain.Epochs:]
 		}
 	}
-	res.Resumed, res.Recoveries, res.MasterRejected = trained.resumed, trained.recoveries, trained.masterRejected
-	if trained.layout != nil {
-		res.Plan = trained.layout.result(res.RBMs)
+	res.Resumed, res.Recoveries, res.MasterRejected = t.resumed, t.recoveries, t.masterRejected
+	if t.layout != nil {
+		res.Plan = t.layout.result(res.RBMs)
 	}
 	if cfg.Pretrain.Mode == config.Pipelined {
 		res.CheckpointEvery = cfg.Reliability.CheckpointEvery
 	}
-	for i, e := range finalRecon(trained.rbms, train.X, train.N) {
+	for i, e := range finalRecon(t.rbms, train.X, train.N) {
 		res.RBMs[i].FinalReconError = e
 	}
-	if prog.probe != nil {
-		res.ProbeRows = prog.probe.rows
-		for i, pts := range prog.probe.measure(trained.rbms, train.X) {
+	if pr != nil {
+		res.ProbeRows = pr.rows
+		for i, pts := range pr.measure(t.rbms, train.X) {
 			res.RBMs[i].Probe = pts
 		}
 	}
-	var weights []array
-	for i, r := range trained.rbms {
-		weights = append(weights, rbmArrays(i+1, r.Visible, r.Hidden, r.W, r.A, r.B)...)
+}
+
+// saveRun writes weights to res.Weights and res to ResultFile in out.
+func saveRun(out string, res *Result, weights []array) error {
+	if err := writeWeights(filepath.Join(out, res.Weights), weights); err != nil {
+		return err
 	}
-	weights = append(weights, input...)
-	log.Info("pre-training done", "seconds", res.PretrainSeconds)
-	// Save the pre-trained network now: a failure in fine-tuning loses none
-	// of it.
-	save := func() error {
-		if err := writeWeights(filepath.Join(out, res.Weights), weights); err != nil {
-			return err
-		}
-		return atomicfile.WriteJSON(filepath.Join(out, ResultFile), res)
-	}
-	if err := save(); err != nil {
-		return nil, err
-	}
-	if cfg.Finetune.Epochs > 0 {
-		opt.Monitor.FineTuning(cfg.Finetune.Epochs)
-		ft, net, err := finetuneNet(ctx, cfg, log, opt.Monitor, train, test, trained.rbms)
-		if err != nil {
-			return nil, err
-		}
-		res.Finetune = ft
-		opt.Monitor.Finetuned(monitorFinetune(ft))
-		weights = append(weights, finetuneArrays(net)...)
-		if err := save(); err != nil {
-			return nil, err
-		}
-	}
-	log.Info("results written", "dir", out)
-	return res, nil
+	return atomicfile.WriteJSON(filepath.Join(out, ResultFile), res)
 }
 
 // monitorFinetune is what the monitor shows of fine-tuning.

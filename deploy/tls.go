@@ -69,14 +69,9 @@ func GenerateTLS(dir string, o TLSOptions) ([]string, error) {
 			}
 		}
 	}
-	hosts := slices.Clone(TLSHosts)
-	for _, h := range o.Hosts {
-		if h == "" || len(h) > 253 {
-			return nil, fmt.Errorf("TLS host %q: want a DNS name or an IP address", h)
-		}
-		if !slices.Contains(hosts, h) {
-			hosts = append(hosts, h)
-		}
+	hosts, err := tlsHosts(o.Hosts)
+	if err != nil {
+		return nil, err
 	}
 	now := o.Now
 	if now.IsZero() {
@@ -84,56 +79,14 @@ func GenerateTLS(dir string, o TLSOptions) ([]string, error) {
 	}
 	now = now.Add(-time.Hour) // clocks of other hosts a little behind
 
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, caDER, caKey, err := newCA(now)
 	if err != nil {
 		return nil, err
 	}
-	ca := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{Organization: []string{"pipedbn"}, CommonName: "pipedbn NATS CA"},
-		NotBefore:             now,
-		NotAfter:              now.Add(caValidity),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("TLS: CA certificate: %w", err)
-	}
-	if ca, err = x509.ParseCertificate(caDER); err != nil {
-		return nil, err
-	}
-
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	srvDER, keyDER, err := newServerCert(now, hosts, ca, caKey)
 	if err != nil {
 		return nil, err
 	}
-	srv := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{Organization: []string{"pipedbn"}, CommonName: "pipedbn NATS server"},
-		NotBefore:    now,
-		NotAfter:     now.Add(serverValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
-	for _, h := range hosts {
-		if ip := net.ParseIP(h); ip != nil {
-			srv.IPAddresses = append(srv.IPAddresses, ip)
-		} else {
-			srv.DNSNames = append(srv.DNSNames, h)
-		}
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srv, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, fmt.Errorf("TLS: server certificate: %w", err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -150,6 +103,80 @@ func GenerateTLS(dir string, o TLSOptions) ([]string, error) {
 		}
 	}
 	return hosts, nil
+}
+
+// tlsHosts is TLSHosts and then extra, each a DNS name or an IP address,
+// without repeats.
+func tlsHosts(extra []string) ([]string, error) {
+	hosts := slices.Clone(TLSHosts)
+	for _, h := range extra {
+		if h == "" || len(h) > 253 {
+			return nil, fmt.Errorf("TLS host %q: want a DNS name or an IP address", h)
+		}
+		if !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts, nil
+}
+
+// newCA makes the CA, valid from now for caValidity: its certificate,
+// parsed and as DER, and its key.
+func newCA(now time.Time) (*x509.Certificate, []byte, *ecdsa.PrivateKey, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ca := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{Organization: []string{"pipedbn"}, CommonName: "pipedbn NATS CA"},
+		NotBefore:             now,
+		NotAfter:              now.Add(caValidity),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLenZero:        true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("TLS: CA certificate: %w", err)
+	}
+	if ca, err = x509.ParseCertificate(caDER); err != nil {
+		return nil, nil, nil, err
+	}
+	return ca, caDER, caKey, nil
+}
+
+// newServerCert makes the servers' certificate for hosts, valid from now
+// for serverValidity, for server and client authentication, signed by ca:
+// the certificate and its key as DER (PKCS #8).
+func newServerCert(now time.Time, hosts []string, ca *x509.Certificate, caKey *ecdsa.PrivateKey) (srvDER, keyDER []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{Organization: []string{"pipedbn"}, CommonName: "pipedbn NATS server"},
+		NotBefore:    now,
+		NotAfter:     now.Add(serverValidity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			srv.IPAddresses = append(srv.IPAddresses, ip)
+		} else {
+			srv.DNSNames = append(srv.DNSNames, h)
+		}
+	}
+	if srvDER, err = x509.CreateCertificate(rand.Reader, srv, ca, &key.PublicKey, caKey); err != nil {
+		return nil, nil, fmt.Errorf("TLS: server certificate: %w", err)
+	}
+	if keyDER, err = x509.MarshalPKCS8PrivateKey(key); err != nil {
+		return nil, nil, err
+	}
+	return srvDER, keyDER, nil
 }
 
 // serial is a random certificate serial number of 127 bits.

@@ -284,53 +284,14 @@ func (a *analysis) paired(md *strings.Builder, add plotAdder) {
 		case 1:
 			md.WriteString(" One pair: no confidence interval can be given (it needs two pairs or more).")
 		}
-		md.WriteString("\n\n| quantity | n | greedy | pipelined | compared as | mean | sd | 95% CI |\n|---|---:|---:|---:|---|---:|---:|---:|\n")
 		qs := pairedQuantities(g.finished)
-		vs := make([]pairedValues, len(qs))
-		for i, q := range qs {
-			v := q.over(a, g.finished)
-			vs[i] = v
-			d := signed(q.format)
-			fmt.Fprintf(md, "| %s | %d | %s | %s | pipelined − greedy | %s | %s | %s |\n", q.name, v.differenceS.n,
-				v.greedyS.meanSDText(q.format), v.pipelinedS.meanSDText(q.format),
-				numberText(d, v.differenceS.mean), numberText(q.format, v.differenceS.sd), v.differenceS.intervalText(d))
-			if q.ratio {
-				fmt.Fprintf(md, "| %s | %d | | | pipelined / greedy | %s | %s | %s |\n", q.name, v.ratioS.n,
-					numberText(ratioFormat, v.ratioS.mean), numberText(ratioFormat, v.ratioS.sd), v.ratioS.intervalText(ratioFormat))
-			}
-		}
-		for i, q := range qs {
-			v := vs[i]
-			fmt.Fprintf(md, "\n%s, per pair:\n\n| pair | greedy | pipelined | pipelined − greedy |", strings.ToUpper(q.name[:1])+q.name[1:])
-			if q.ratio {
-				md.WriteString(" pipelined / greedy |\n|---|---:|---:|---:|---:|\n")
-			} else {
-				md.WriteString("\n|---|---:|---:|---:|\n")
-			}
-			for j, name := range v.names {
-				fmt.Fprintf(md, "| %s | %s | %s | %s |", name, fmt.Sprintf(q.format, v.greedy[j]), fmt.Sprintf(q.format, v.pipelined[j]),
-					fmt.Sprintf(signed(q.format), v.difference[j]))
-				if q.ratio {
-					fmt.Fprintf(md, " %s |", fmt.Sprintf(ratioFormat, v.ratio[j]))
-				}
-				md.WriteString("\n")
-			}
-		}
+		vs := a.pairedSummary(md, qs, g.finished)
+		pairedPerPair(md, qs, vs)
 		if n < 2 || len(panels) == maxGrid || plotErr != nil {
 			continue
 		}
 		var row []*plot.Plot
-		for i, q := range qs {
-			if i == maxGrid {
-				break
-			}
-			p, err := differencePanel(panelTag(gi), q, vs[i])
-			if err != nil {
-				plotErr = err
-				break
-			}
-			row = append(row, p)
-		}
+		row, plotErr = differenceRow(panelTag(gi), qs, vs)
 		panels = append(panels, row)
 	}
 	if len(panels) == 0 && plotErr == nil {
@@ -343,6 +304,67 @@ func (a *analysis) paired(md *strings.Builder, add plotAdder) {
 	md.WriteString("\nEach pair's difference pipelined − greedy, with the mean difference and its 95% confidence interval " +
 		"(groups of two pairs or more; a row of panels per group, tagged as its section above):\n")
 	add(plotPaired, "paired differences pipelined - greedy with mean and 95% confidence interval", png, plotErr)
+}
+
+// pairedSummary writes the table of the quantities qs over the finished
+// pairs of a group, mean, sd and interval of each difference (and ratio),
+// and returns the values of each quantity, vs[i] for qs[i].
+func (a *analysis) pairedSummary(md *strings.Builder, qs []pairedQuantity, finished []pair) []pairedValues {
+	md.WriteString("\n\n| quantity | n | greedy | pipelined | compared as | mean | sd | 95% CI |\n|---|---:|---:|---:|---|---:|---:|---:|\n")
+	vs := make([]pairedValues, len(qs))
+	for i, q := range qs {
+		v := q.over(a, finished)
+		vs[i] = v
+		d := signed(q.format)
+		fmt.Fprintf(md, "| %s | %d | %s | %s | pipelined − greedy | %s | %s | %s |\n", q.name, v.differenceS.n,
+			v.greedyS.meanSDText(q.format), v.pipelinedS.meanSDText(q.format),
+			numberText(d, v.differenceS.mean), numberText(q.format, v.differenceS.sd), v.differenceS.intervalText(d))
+		if q.ratio {
+			fmt.Fprintf(md, "| %s | %d | | | pipelined / greedy | %s | %s | %s |\n", q.name, v.ratioS.n,
+				numberText(ratioFormat, v.ratioS.mean), numberText(ratioFormat, v.ratioS.sd), v.ratioS.intervalText(ratioFormat))
+		}
+	}
+	return vs
+}
+
+// pairedPerPair writes a table per quantity of qs: each pair's values,
+// difference (and ratio), from vs[i] for qs[i].
+func pairedPerPair(md *strings.Builder, qs []pairedQuantity, vs []pairedValues) {
+	for i, q := range qs {
+		v := vs[i]
+		fmt.Fprintf(md, "\n%s, per pair:\n\n| pair | greedy | pipelined | pipelined − greedy |", strings.ToUpper(q.name[:1])+q.name[1:])
+		if q.ratio {
+			md.WriteString(" pipelined / greedy |\n|---|---:|---:|---:|---:|\n")
+		} else {
+			md.WriteString("\n|---|---:|---:|---:|\n")
+		}
+		for j, name := range v.names {
+			fmt.Fprintf(md, "| %s | %s | %s | %s |", name, fmt.Sprintf(q.format, v.greedy[j]), fmt.Sprintf(q.format, v.pipelined[j]),
+				fmt.Sprintf(signed(q.format), v.difference[j]))
+			if q.ratio {
+				fmt.Fprintf(md, " %s |", fmt.Sprintf(ratioFormat, v.ratio[j]))
+			}
+			md.WriteString("\n")
+		}
+	}
+}
+
+// differenceRow is a group's row of panels (differencePanel), one per
+// quantity of qs up to maxGrid; tag names the group's section. On an error
+// the row holds the panels made before it.
+func differenceRow(tag string, qs []pairedQuantity, vs []pairedValues) ([]*plot.Plot, error) {
+	var row []*plot.Plot
+	for i, q := range qs {
+		if i == maxGrid {
+			break
+		}
+		p, err := differencePanel(tag, q, vs[i])
+		if err != nil {
+			return row, err
+		}
+		row = append(row, p)
+	}
+	return row, nil
 }
 
 // differencePanel plots v's differences pair by pair with their mean, its

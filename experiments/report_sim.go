@@ -71,6 +71,9 @@ func (a *analysis) validate() []simValidation {
 	return vs
 }
 
+// simulate writes the cluster simulator's section: its predictions of the
+// measured depths, each calibrated on the others, then its predictions for
+// the paper's setting with a plot of the predicted efficiency.
 func (a *analysis) simulate(md *strings.Builder, add plotAdder) {
 	vs := a.validate()
 	if len(vs) == 0 {
@@ -88,6 +91,24 @@ func (a *analysis) simulate(md *strings.Builder, add plotAdder) {
 		"(latency 100 µs, bandwidth unlimited).\n\n")
 	md.WriteString("| L | pipelined, L machines: measured (s) | predicted (s) | error | pipelined, 1 machine: measured (s) | predicted (s) | error | overhead (s) | µs per MB of messages |\n")
 	md.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	writeSimValidation(md, vs)
+	ss := a.simPredictions(md, vs)
+	p := newPlot("Predicted parallel efficiency (1024-unit layers)", "hidden layers L = slaves", "efficiency", false)
+	p.X.Tick.Marker = integerTicks{}
+	err := addSeries(p, ss)
+	var png []byte
+	if err == nil {
+		p.Legend.Top, p.Legend.Left = false, true
+		p.Y.Min, p.Y.Max = 0, 1.05
+		padX(p)
+		png, err = renderPNG(p, 16*vg.Centimeter, 10*vg.Centimeter)
+	}
+	add(plotSim, "predicted parallel efficiency vs hidden layers", png, err)
+}
+
+// writeSimValidation writes the rows of the simulator's table, measured
+// against predicted for each depth, and the largest error.
+func writeSimValidation(md *strings.Builder, vs []simValidation) {
 	worst := 0.0
 	pct := func(e float64) string {
 		if math.IsNaN(e) {
@@ -114,8 +135,51 @@ func (a *analysis) simulate(md *strings.Builder, add plotAdder) {
 		md.WriteString(" (One depth only: no other depth to calibrate on, so the overhead and the message cost are 0.)")
 	}
 	md.WriteString("\n")
+}
 
-	// Predictions: the deepest measured job, resized to the paper's layers.
+// simPaper is the paper's setting, made from the deepest measured job:
+// what each predicted job is built from.
+type simPaper struct {
+	base SimJob // the deepest measured job
+	// rate, overhead and byteCost are the medians of the depths' fits.
+	rate, overhead, byteCost float64
+	visible                  int // the data's values per example
+	windows, rows            int // per run, per window
+	// transformScale is the whole training set over the measured runs'.
+	transformScale float64
+}
+
+// job is the paper's setting with l hidden layers of simUnits units, on a
+// machine factor times the emulated one.
+func (sp simPaper) job(l int, factor float64) SimJob {
+	layers := []int{sp.visible}
+	for range l {
+		layers = append(layers, simUnits)
+	}
+	job := sp.base.WithRate(sp.rate).Resize(layers)
+	job.Windows = sp.windows
+	job.setWindowRows(sp.rows)
+	for i := range job.Stages {
+		// Transforms pass the whole training set up: scale them to it.
+		job.Stages[i].Transform *= sp.transformScale
+	}
+	job.ByteCost = sp.byteCost
+	job = job.Scale(factor)
+	job.Overhead = sp.overhead
+	return job
+}
+
+// simSpeed is a machine of the predictions: factor times the emulated one.
+type simSpeed struct {
+	name   string
+	factor float64
+}
+
+// simPredictions writes the predictions for the paper's setting, a table
+// per machine speed, and returns their efficiencies as series, one per
+// speed and network.
+func (a *analysis) simPredictions(md *strings.Builder, vs []simValidation) []series {
+	// The deepest measured job, resized to the paper's layers.
 	base := vs[len(vs)-1]
 	for _, v := range vs {
 		if len(v.job.Stages) > len(base.job.Stages) {
@@ -126,81 +190,59 @@ func (a *analysis) simulate(md *strings.Builder, add plotAdder) {
 	for _, v := range vs {
 		over, cost, rate = append(over, v.fit.Overhead), append(cost, v.fit.ByteCost), append(rate, v.fit.Rate())
 	}
-	overhead, byteCost := median(over), median(cost)
-	gc := base.row.gCell
-	cfg := a.ok[gc][0].Config
-	k := cfg.Pretrain.KBatches
-	windows := simEpochs * (((simTrain+simBatch-1)/simBatch + k - 1) / k)
-	rows := k * simBatch
-	machine := cfg.Cluster.CPUsPerWorker
-	type speed struct {
-		name   string
-		factor float64
-	}
-	speeds := []speed{{fmt.Sprintf("the emulated machine (%g CPU)", machine), 1}}
+	run := a.ok[base.row.gCell][0]
+	k := run.Config.Pretrain.KBatches
+	sp := simPaper{base: base.job, rate: median(rate), overhead: median(over), byteCost: median(cost),
+		visible: run.Result.Layers[0], windows: simEpochs * (((simTrain+simBatch-1)/simBatch + k - 1) / k), rows: k * simBatch,
+		transformScale: float64(simTrain) / float64(run.Result.Data.Train)}
+	machine := run.Config.Cluster.CPUsPerWorker
+	speeds := []simSpeed{{fmt.Sprintf("the emulated machine (%g CPU)", machine), 1}}
 	if machine > 0 && machine < 1 {
-		speeds = append(speeds, speed{"one core of this box", 1 / machine})
+		speeds = append(speeds, simSpeed{"one core of this box", 1 / machine})
 	}
-	speeds = append(speeds, speed{"a machine 100x the emulated one (GPU-class)", 100})
+	speeds = append(speeds, simSpeed{"a machine 100x the emulated one (GPU-class)", 100})
 	fmt.Fprintf(md, "\nPredictions for the paper's setting: %d-unit hidden layers (RBM_1 %dx%d, the others %dx%d), %d epochs of the %d "+
 		"Fashion-MNIST training images in mini-batches of %d, K = %d, credits %d, overhead %s s; compute scaled from the "+
 		"measured RBMs by visible x hidden, message costs by machine speed. Efficiency = greedy time on 1 machine / (L x pipelined time on L machines).\n",
-		simUnits, a.ok[gc][0].Result.Layers[0], simUnits, simUnits, simUnits, simEpochs, simTrain, simBatch, k, base.job.Credits, secondsText(overhead))
-	depths := []int{4, 5, 6, 7, 8, 10, 12, 14, 16}
+		simUnits, sp.visible, simUnits, simUnits, simUnits, simEpochs, simTrain, simBatch, k, base.job.Credits, secondsText(sp.overhead))
 	var ss []series
-	for si, sp := range speeds {
-		fmt.Fprintf(md, "\nOn %s:\n\n| L | greedy, 1 machine (s) |", sp.name)
-		for _, n := range simNetworks {
-			fmt.Fprintf(md, " pipelined, %s (s) | efficiency |", n.Name)
-		}
-		md.WriteString("\n|---|---:|")
-		for range simNetworks {
-			md.WriteString("---:|---:|")
+	for si, speed := range speeds {
+		ss = append(ss, sp.predictionTable(md, speed, si, machine)...)
+	}
+	return ss
+}
+
+// predictionTable writes the table of predictions on a machine of speed,
+// the si-th of the report's speeds (machine: the emulated one's CPUs), and
+// returns each network's efficiency by depth as a series.
+func (sp simPaper) predictionTable(md *strings.Builder, speed simSpeed, si int, machine float64) []series {
+	fmt.Fprintf(md, "\nOn %s:\n\n| L | greedy, 1 machine (s) |", speed.name)
+	for _, n := range simNetworks {
+		fmt.Fprintf(md, " pipelined, %s (s) | efficiency |", n.Name)
+	}
+	md.WriteString("\n|---|---:|")
+	for range simNetworks {
+		md.WriteString("---:|---:|")
+	}
+	md.WriteString("\n")
+	effs := make([]series, len(simNetworks))
+	for ni, n := range simNetworks {
+		effs[ni] = series{name: fmt.Sprintf("%s, %s", shortSpeed(speed.factor, machine), n.Name), style: si*len(simNetworks) + ni}
+	}
+	for _, l := range []int{4, 5, 6, 7, 8, 10, 12, 14, 16} {
+		job := sp.job(l, speed.factor)
+		g := job.Greedy()
+		fmt.Fprintf(md, "| %d | %s |", l, secondsText(g))
+		for ni, n := range simNetworks {
+			p := job.Pipelined(n).Seconds
+			e := g / (float64(l) * p)
+			fmt.Fprintf(md, " %s | %.2f |", secondsText(p), e)
+			effs[ni].xs = append(effs[ni].xs, float64(l))
+			effs[ni].ys = append(effs[ni].ys, e)
 		}
 		md.WriteString("\n")
-		effs := make([]series, len(simNetworks))
-		for ni, n := range simNetworks {
-			effs[ni] = series{name: fmt.Sprintf("%s, %s", shortSpeed(sp.factor, machine), n.Name), style: si*len(simNetworks) + ni}
-		}
-		for _, l := range depths {
-			layers := []int{a.ok[gc][0].Result.Layers[0]}
-			for range l {
-				layers = append(layers, simUnits)
-			}
-			job := base.job.WithRate(median(rate)).Resize(layers)
-			job.Windows = windows
-			job.setWindowRows(rows)
-			for i := range job.Stages {
-				// Transforms pass the whole training set up: scale them to it.
-				job.Stages[i].Transform *= float64(simTrain) / float64(a.ok[gc][0].Result.Data.Train)
-			}
-			job.ByteCost = byteCost
-			job = job.Scale(sp.factor)
-			job.Overhead = overhead
-			g := job.Greedy()
-			fmt.Fprintf(md, "| %d | %s |", l, secondsText(g))
-			for ni, n := range simNetworks {
-				p := job.Pipelined(n).Seconds
-				e := g / (float64(l) * p)
-				fmt.Fprintf(md, " %s | %.2f |", secondsText(p), e)
-				effs[ni].xs = append(effs[ni].xs, float64(l))
-				effs[ni].ys = append(effs[ni].ys, e)
-			}
-			md.WriteString("\n")
-		}
-		ss = append(ss, effs...)
 	}
-	p := newPlot("Predicted parallel efficiency (1024-unit layers)", "hidden layers L = slaves", "efficiency", false)
-	p.X.Tick.Marker = integerTicks{}
-	err := addSeries(p, ss)
-	var png []byte
-	if err == nil {
-		p.Legend.Top, p.Legend.Left = false, true
-		p.Y.Min, p.Y.Max = 0, 1.05
-		padX(p)
-		png, err = renderPNG(p, 16*vg.Centimeter, 10*vg.Centimeter)
-	}
-	add(plotSim, "predicted parallel efficiency vs hidden layers", png, err)
+	return effs
 }
 
 func shortSpeed(f, machine float64) string {

@@ -72,98 +72,40 @@ var sweepForbidden = map[string]string{
 // so that bad sweep input stops the sweep before any run starts, with one
 // line naming the file, the key and the value.
 func PlanSweep(cfg *config.Config, dir string) (*SweepPlan, error) {
-	file := cfg.File
-	plan := &SweepPlan{File: file, Name: cfg.Name, Dir: dir, Repeats: cfg.Sweep.Repeats}
+	plan := &SweepPlan{File: cfg.File, Name: cfg.Name, Dir: dir, Repeats: cfg.Sweep.Repeats}
 	if plan.Repeats < 1 {
 		plan.Repeats = 1
 	}
 	axes := cfg.Sweep.Vary
-	for i, a := range axes {
-		key := strings.ToLower(strings.TrimSpace(a.Key))
-		if why, ok := sweepForbidden[key]; ok {
-			return nil, fmt.Errorf("config %s: sweep.vary[%d].key = %q: %s", file, i, a.Key, why)
-		}
-		for j, prev := range plan.Keys {
-			if key == prev || strings.HasPrefix(key, prev+".") || strings.HasPrefix(prev, key+".") {
-				return nil, fmt.Errorf("config %s: sweep.vary[%d].key = %q: already varied by sweep.vary[%d] (%s)", file, i, a.Key, j, prev)
-			}
-		}
-		if len(a.Values) == 0 {
-			return nil, fmt.Errorf("config %s: sweep.vary[%d].values: must list at least one value of %s", file, i, key)
-		}
-		plan.Keys = append(plan.Keys, key)
+	if err := plan.setKeys(axes); err != nil {
+		return nil, err
 	}
 	short := shortKeys(plan.Keys)
-
-	// Every combination, the first axis varying slowest.
-	type combo struct {
-		values []string // rendered, "" where ignored
-		sets   []string
-		name   string // folder name without the repeat
-		cfg    *config.Config
-	}
-	var combos []combo
+	var combos []sweepCombo
 	seen := map[string]bool{}  // applicable sets already planned
 	names := map[string]bool{} // folder names taken
+	// Every combination, the first axis varying slowest.
 	idx := make([]int, len(axes))
 	for {
-		var sets []string
-		for i, a := range axes {
-			v, err := flowYAML(a.Values[idx[i]])
-			if err != nil {
-				return nil, fmt.Errorf("config %s: sweep.vary[%d].values[%d] of %s: %v", file, i, idx[i], plan.Keys[i], err)
-			}
-			sets = append(sets, plan.Keys[i]+"="+v)
-		}
-		c, err := config.Load(file, sets)
+		sets, err := plan.comboSets(axes, idx)
 		if err != nil {
-			msg := strings.TrimPrefix(err.Error(), "config "+file+": ")
-			return nil, fmt.Errorf("config %s: sweep run %s: %s", file, strings.Join(sets, " "), msg)
+			return nil, err
 		}
-		ignored := c.Unread()
-		cb := combo{cfg: c, values: make([]string, len(axes))}
-		var parts []string
-		for i, key := range plan.Keys {
-			if ignoredBy(ignored, key) {
-				continue
-			}
-			_, v, _ := strings.Cut(sets[i], "=")
-			cb.values[i] = v
-			cb.sets = append(cb.sets, sets[i])
-			parts = append(parts, short[i]+"="+slug(v))
+		cb, id, err := plan.combo(sets, short)
+		if err != nil {
+			return nil, err
 		}
-		id := strings.Join(cb.sets, "\x00")
 		if seen[id] {
 			plan.Merged++
 		} else {
 			seen[id] = true
-			if len(cb.sets) < len(sets) {
-				// The run gets only the keys it reads; its config is the
-				// one its process will load.
-				if cb.cfg, err = config.Load(file, cb.sets); err != nil {
-					return nil, fmt.Errorf("config %s: sweep run %s: %s", file, strings.Join(cb.sets, " "),
-						strings.TrimPrefix(err.Error(), "config "+file+": "))
-				}
+			if err := plan.check(&cb, len(sets)); err != nil {
+				return nil, err
 			}
-			// A run that cannot fit this machine stops the sweep before
-			// any run starts.
-			if err := dbn.CheckLimits(cb.cfg, nil); err != nil {
-				return nil, fmt.Errorf("config %s: sweep run %s: %s", file, strings.Join(cb.sets, " "),
-					strings.TrimPrefix(err.Error(), "config "+file+": "))
-			}
-			cb.name = uniqueName(names, strings.Join(parts, "_"), id)
+			cb.name = uniqueName(names, cb.name, id)
 			combos = append(combos, cb)
 		}
-		// Next combination: the last axis varies fastest.
-		k := len(axes) - 1
-		for ; k >= 0; k-- {
-			idx[k]++
-			if idx[k] < len(axes[k].Values) {
-				break
-			}
-			idx[k] = 0
-		}
-		if k < 0 {
+		if !nextCombo(idx, axes) {
 			break
 		}
 	}
@@ -179,6 +121,111 @@ func PlanSweep(cfg *config.Config, dir string) (*SweepPlan, error) {
 		}
 	}
 	return plan, nil
+}
+
+// setKeys sets plan.Keys to the keys of axes, lower case: none that a sweep
+// sets itself, none varied twice (or inside another), each with values.
+func (plan *SweepPlan) setKeys(axes []config.Axis) error {
+	file := plan.File
+	for i, a := range axes {
+		key := strings.ToLower(strings.TrimSpace(a.Key))
+		if why, ok := sweepForbidden[key]; ok {
+			return fmt.Errorf("config %s: sweep.vary[%d].key = %q: %s", file, i, a.Key, why)
+		}
+		for j, prev := range plan.Keys {
+			if key == prev || strings.HasPrefix(key, prev+".") || strings.HasPrefix(prev, key+".") {
+				return fmt.Errorf("config %s: sweep.vary[%d].key = %q: already varied by sweep.vary[%d] (%s)", file, i, a.Key, j, prev)
+			}
+		}
+		if len(a.Values) == 0 {
+			return fmt.Errorf("config %s: sweep.vary[%d].values: must list at least one value of %s", file, i, key)
+		}
+		plan.Keys = append(plan.Keys, key)
+	}
+	return nil
+}
+
+// sweepCombo is one combination of the swept values, as it runs.
+type sweepCombo struct {
+	values []string // rendered, "" where ignored
+	sets   []string
+	name   string // folder name without the repeat
+	cfg    *config.Config
+}
+
+// comboSets is the combination idx of axes (value idx[i] of axis i) as
+// key=value settings, one per axis.
+func (plan *SweepPlan) comboSets(axes []config.Axis, idx []int) ([]string, error) {
+	var sets []string
+	for i, a := range axes {
+		v, err := flowYAML(a.Values[idx[i]])
+		if err != nil {
+			return nil, fmt.Errorf("config %s: sweep.vary[%d].values[%d] of %s: %v", plan.File, i, idx[i], plan.Keys[i], err)
+		}
+		sets = append(sets, plan.Keys[i]+"="+v)
+	}
+	return sets, nil
+}
+
+// combo loads the config of the settings sets, one per swept key, and
+// returns the combination's run: only the settings the run reads, its
+// folder name from them (short: the keys' short names, before
+// uniqueName), and its identity, equal for combinations that differ only
+// in keys the run ignores.
+func (plan *SweepPlan) combo(sets []string, short []string) (sweepCombo, string, error) {
+	file := plan.File
+	c, err := config.Load(file, sets)
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), "config "+file+": ")
+		return sweepCombo{}, "", fmt.Errorf("config %s: sweep run %s: %s", file, strings.Join(sets, " "), msg)
+	}
+	ignored := c.Unread()
+	cb := sweepCombo{cfg: c, values: make([]string, len(sets))}
+	var parts []string
+	for i, key := range plan.Keys {
+		if ignoredBy(ignored, key) {
+			continue
+		}
+		_, v, _ := strings.Cut(sets[i], "=")
+		cb.values[i] = v
+		cb.sets = append(cb.sets, sets[i])
+		parts = append(parts, short[i]+"="+slug(v))
+	}
+	cb.name = strings.Join(parts, "_")
+	return cb, strings.Join(cb.sets, "\x00"), nil
+}
+
+// check makes cb's config the one its run's process will load, from the
+// settings it reads alone, if it ignores some of the all it was given, and
+// checks that the run fits this machine (dbn.CheckLimits): a run that
+// cannot stops the sweep before any run starts.
+func (plan *SweepPlan) check(cb *sweepCombo, all int) error {
+	file := plan.File
+	var err error
+	if len(cb.sets) < all {
+		if cb.cfg, err = config.Load(file, cb.sets); err != nil {
+			return fmt.Errorf("config %s: sweep run %s: %s", file, strings.Join(cb.sets, " "),
+				strings.TrimPrefix(err.Error(), "config "+file+": "))
+		}
+	}
+	if err := dbn.CheckLimits(cb.cfg, nil); err != nil {
+		return fmt.Errorf("config %s: sweep run %s: %s", file, strings.Join(cb.sets, " "),
+			strings.TrimPrefix(err.Error(), "config "+file+": "))
+	}
+	return nil
+}
+
+// nextCombo advances idx to the next combination of axes, the last axis
+// varying fastest, and reports whether there is one.
+func nextCombo(idx []int, axes []config.Axis) bool {
+	for k := len(axes) - 1; k >= 0; k-- {
+		idx[k]++
+		if idx[k] < len(axes[k].Values) {
+			return true
+		}
+		idx[k] = 0
+	}
+	return false
 }
 
 // ignoredBy reports whether key is one of ignored or inside one of them.

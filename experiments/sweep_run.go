@@ -135,55 +135,19 @@ const settleScheduleBefore = pipeline.SettleAfter
 // end); when ctx ends, the current run is stopped cleanly, the finished ones
 // are kept, and the error is ctx's.
 func RunSweep(ctx context.Context, plan *SweepPlan, opt SweepOptions) ([]SweepRow, error) {
+	opt, err := opt.withDefaults()
+	if err != nil {
+		return nil, err
+	}
 	log := opt.Logger
-	if log == nil {
-		log = hclog.NewNullLogger()
-	}
-	command := opt.Command
-	if len(command) == 0 {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("sweep: %w", err)
-		}
-		command = []string{exe, "run"}
-	}
-	grace := opt.StopGrace
-	if grace <= 0 {
-		grace = 30 * time.Second
-	}
 	if err := os.MkdirAll(plan.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("sweep: output folder: %w", err)
 	}
-
-	rows := make([]SweepRow, len(plan.Runs))
-	todo := 0
-	for i := range plan.Runs {
-		rows[i].SweepRun = plan.Runs[i]
-		if res, why := finished(plan, &plan.Runs[i]); res != nil {
-			rows[i].Status, rows[i].Reused, rows[i].Result = RunDone, true, res
-		} else {
-			todo++
-			if why != "" {
-				log.Info("running again", "run", plan.Runs[i].Name, "why", why)
-			}
-		}
-		opt.Monitor.Set(monitorRun(plan, &rows[i], false))
-	}
+	rows, todo := startRows(plan, opt)
 	defer func() { opt.Monitor.End(ctx.Err() != nil) }()
 	log.Info("sweep", "name", plan.Name, "runs", len(rows), "done_before", len(rows)-todo, "to_run", todo,
 		"merged", plan.Merged, "dir", plan.Dir)
 
-	// sweep.csv follows every run; the report, with its plots, comes at
-	// the end (or when the sweep is stopped).
-	writeCSV := func() {
-		b, err := SweepCSV(plan, rows)
-		if err == nil {
-			err = atomicfile.WriteFile(filepath.Join(plan.Dir, "sweep.csv"), b)
-		}
-		if err != nil {
-			log.Error("cannot write sweep.csv", "error", err)
-		}
-	}
 	start := time.Now()
 	ran, failed := 0, 0
 	var spent time.Duration
@@ -201,37 +165,18 @@ func RunSweep(ctx context.Context, plan *SweepPlan, opt SweepOptions) ([]SweepRo
 		}
 		log.Info(fmt.Sprintf("run %d of %d", row.Index, len(rows)), "run", row.Name,
 			"elapsed", time.Since(start).Round(time.Second).String(), "eta", eta)
-		t0 := time.Now()
-		opt.Monitor.Set(monitorRun(plan, row, true))
-		err := runChild(ctx, slices.Concat(command, opt.RunArgs), plan, row, grace)
-		took := time.Since(t0)
-		row.WallSeconds = took.Seconds()
-		switch {
-		case err != nil && ctx.Err() != nil:
-			row.Status, row.Err = RunStopped, "interrupted"
-			log.Warn("run interrupted", "run", row.Name)
-		case err != nil:
-			row.Status, row.Err = RunFailed, err.Error()
+		took := runRow(ctx, plan, row, opt, len(rows))
+		if row.Status == RunFailed {
 			failed++
-			log.Warn(fmt.Sprintf("run %d of %d failed", row.Index, len(rows)), "run", row.Name, "error", err)
-		default:
-			res, err := dbn.ReadResult(filepath.Join(plan.runDir(&row.SweepRun), dbn.ResultFile))
-			if err != nil {
-				row.Status, row.Err = RunFailed, err.Error()
-				failed++
-				log.Warn(fmt.Sprintf("run %d of %d failed", row.Index, len(rows)), "run", row.Name, "error", err)
-				break
-			}
-			row.Status, row.Result = RunDone, res
-			log.Info(fmt.Sprintf("run %d of %d done", row.Index, len(rows)), "run", row.Name,
-				"pretrain_seconds", fmt.Sprintf("%.1f", res.PretrainSeconds), "wall_seconds", fmt.Sprintf("%.1f", took.Seconds()))
 		}
 		if row.Status != RunStopped {
 			ran++
 			spent += took
 		}
 		opt.Monitor.Set(monitorRun(plan, row, false))
-		writeCSV()
+		// sweep.csv follows every run; the report, with its plots, comes
+		// at the end (or when the sweep is stopped).
+		writeSweepCSV(plan, rows, log)
 	}
 	writeErr := WriteSweepOutputs(plan, rows, opt.Regenerate)
 	if err := ctx.Err(); err != nil {
@@ -249,6 +194,89 @@ func RunSweep(ctx context.Context, plan *SweepPlan, opt SweepOptions) ([]SweepRo
 			filepath.Join(plan.Dir, "sweep.csv"), ErrRunsFailed)
 	}
 	return rows, nil
+}
+
+// withDefaults is opt with its defaults where unset: a null logger, this
+// executable's `run` as the command, a StopGrace of 30s.
+func (opt SweepOptions) withDefaults() (SweepOptions, error) {
+	if opt.Logger == nil {
+		opt.Logger = hclog.NewNullLogger()
+	}
+	if len(opt.Command) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return opt, fmt.Errorf("sweep: %w", err)
+		}
+		opt.Command = []string{exe, "run"}
+	}
+	if opt.StopGrace <= 0 {
+		opt.StopGrace = 30 * time.Second
+	}
+	return opt, nil
+}
+
+// startRows returns a row per run of plan, those with a result from the
+// same configuration done already (reused), and how many are left to run;
+// the monitor sees every row.
+func startRows(plan *SweepPlan, opt SweepOptions) ([]SweepRow, int) {
+	rows := make([]SweepRow, len(plan.Runs))
+	todo := 0
+	for i := range plan.Runs {
+		rows[i].SweepRun = plan.Runs[i]
+		if res, why := finished(plan, &plan.Runs[i]); res != nil {
+			rows[i].Status, rows[i].Reused, rows[i].Result = RunDone, true, res
+		} else {
+			todo++
+			if why != "" {
+				opt.Logger.Info("running again", "run", plan.Runs[i].Name, "why", why)
+			}
+		}
+		opt.Monitor.Set(monitorRun(plan, &rows[i], false))
+	}
+	return rows, todo
+}
+
+// runRow runs row, one of n, as its own process and sets its status
+// (done, with its result; failed; or stopped when ctx ended) and wall
+// time, which it returns.
+func runRow(ctx context.Context, plan *SweepPlan, row *SweepRow, opt SweepOptions, n int) time.Duration {
+	log := opt.Logger
+	t0 := time.Now()
+	opt.Monitor.Set(monitorRun(plan, row, true))
+	err := runChild(ctx, slices.Concat(opt.Command, opt.RunArgs), plan, row, opt.StopGrace)
+	took := time.Since(t0)
+	row.WallSeconds = took.Seconds()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		row.Status, row.Err = RunStopped, "interrupted"
+		log.Warn("run interrupted", "run", row.Name)
+		return took
+	case err != nil:
+		row.Status, row.Err = RunFailed, err.Error()
+		log.Warn(fmt.Sprintf("run %d of %d failed", row.Index, n), "run", row.Name, "error", err)
+		return took
+	}
+	res, err := dbn.ReadResult(filepath.Join(plan.runDir(&row.SweepRun), dbn.ResultFile))
+	if err != nil {
+		row.Status, row.Err = RunFailed, err.Error()
+		log.Warn(fmt.Sprintf("run %d of %d failed", row.Index, n), "run", row.Name, "error", err)
+		return took
+	}
+	row.Status, row.Result = RunDone, res
+	log.Info(fmt.Sprintf("run %d of %d done", row.Index, n), "run", row.Name,
+		"pretrain_seconds", fmt.Sprintf("%.1f", res.PretrainSeconds), "wall_seconds", fmt.Sprintf("%.1f", took.Seconds()))
+	return took
+}
+
+// writeSweepCSV writes sweep.csv of rows to plan.Dir, logging a failure.
+func writeSweepCSV(plan *SweepPlan, rows []SweepRow, log hclog.Logger) {
+	b, err := SweepCSV(plan, rows)
+	if err == nil {
+		err = atomicfile.WriteFile(filepath.Join(plan.Dir, "sweep.csv"), b)
+	}
+	if err != nil {
+		log.Error("cannot write sweep.csv", "error", err)
+	}
 }
 
 // monitorRun is what the sweep's monitor shows of row: running, or its

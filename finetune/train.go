@@ -258,6 +258,57 @@ func checkSet(what string, s *data.Set, n *Network) error {
 // holds the best weights so far (the initial ones if no epoch completed).
 func Train(ctx context.Context, net *Network, train, valid *data.Set, cfg Config, hooks Hooks) ([]EpochStats, error) {
 	net.check()
+	valid, err := checkTrain(net, train, valid, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Epochs == 0 {
+		return nil, nil
+	}
+	if cfg.Threads > 0 {
+		blas.SetThreads(cfg.Threads)
+	}
+	t := newTrainerFor(net, cfg, train.N)
+	var ev *evaluator
+	if valid != nil {
+		ev = newEvaluator(net)
+	}
+	k := newKeeper(net, cfg.AverageLast)
+	rng := rand.New(rand.NewPCG(cfg.Seed, streamShuffle))
+	perm := make([]int, train.N)
+	stats := make([]EpochStats, 0, cfg.Epochs)
+	for e := 1; e <= cfg.Epochs; e++ {
+		start := time.Now()
+		lr := cfg.learningRate(e)
+		data.Permutation(rng, train.N, perm)
+		st, err := t.epoch(ctx, train, perm, e, lr, cfg, k.bestEpoch)
+		if err != nil {
+			net.loadParams(k.best)
+			return stats, err
+		}
+		if ev != nil {
+			st.ValidAccuracy = float64(ev.run(valid, nil)) / float64(valid.N)
+			st.Improved = st.ValidAccuracy > k.bestAcc
+		} else {
+			st.Improved = true
+		}
+		k.endEpoch(net, st, e > cfg.Epochs-cfg.AverageLast)
+		st.Seconds = time.Since(start).Seconds()
+		stats = append(stats, st)
+		if hooks.Epoch != nil {
+			hooks.Epoch(st)
+		}
+		if ev != nil && cfg.Patience > 0 && k.sinceBest >= cfg.Patience {
+			break
+		}
+	}
+	k.load(net)
+	return stats, nil
+}
+
+// checkTrain checks cfg and the sets Train is given for net, and returns
+// the validation set to use: nil for none or an empty one.
+func checkTrain(net *Network, train, valid *data.Set, cfg Config) (*data.Set, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -268,21 +319,21 @@ func Train(ctx context.Context, net *Network, train, valid *data.Set, cfg Config
 		return nil, err
 	}
 	if valid != nil && valid.N == 0 {
-		valid = nil
+		return nil, nil
 	}
 	if valid != nil {
 		if err := checkSet("validation set", valid, net); err != nil {
 			return nil, err
 		}
 	}
-	if cfg.Epochs == 0 {
-		return nil, nil
-	}
-	if cfg.Threads > 0 {
-		blas.SetThreads(cfg.Threads)
-	}
+	return valid, nil
+}
 
-	t := newTrainer(net, min(cfg.BatchSize, train.N))
+// newTrainerFor is the trainer of net for cfg on n training examples:
+// mini-batches of at most n rows, cfg's dropout, label smoothing and
+// max-norm constraint.
+func newTrainerFor(net *Network, cfg Config, n int) *trainer {
+	t := newTrainer(net, min(cfg.BatchSize, n))
 	if cfg.Dropout > 0 {
 		t.dropout = float32(cfg.Dropout)
 		t.rng = blas.NewRNG(cfg.Seed ^ streamDropout)
@@ -300,94 +351,98 @@ func Train(ctx context.Context, net *Network, train, valid *data.Set, cfg Config
 		}
 		t.norms = make([]float32, widest)
 	}
-	var ev *evaluator
-	if valid != nil {
-		ev = newEvaluator(net)
+	return t
+}
+
+// epoch trains epoch e at learning rate lr, one step per mini-batch of
+// train in the order of perm, and returns its stats (loss and training
+// accuracy). It stops with ctx's error when ctx is cancelled, and with a
+// *DivergenceError, keeping epoch kept's weights, when a step diverges.
+func (t *trainer) epoch(ctx context.Context, train *data.Set, perm []int, e int, lr float64, cfg Config, kept int) (EpochStats, error) {
+	var lossSum float64
+	correct := 0
+	for b, lo := 1, 0; lo < train.N; b, lo = b+1, lo+t.batch {
+		if err := ctx.Err(); err != nil {
+			return EpochStats{}, err
+		}
+		idx := perm[lo:min(lo+t.batch, train.N)]
+		train.Gather(t.x, idx)
+		train.GatherLabels(t.labels, idx)
+		loss, c, ok := t.step(len(idx), float32(lr), float32(cfg.Momentum), float32(lr*cfg.WeightDecay))
+		if !ok {
+			return EpochStats{}, &DivergenceError{Epoch: e, Batch: b, Loss: loss, KeptEpoch: kept}
+		}
+		lossSum += loss * float64(len(idx))
+		correct += c
 	}
-	best := make([]float32, net.numParams())
-	net.saveParams(best)
-	bestEpoch, bestAcc, sinceBest := 0, math.Inf(-1), 0
+	return EpochStats{
+		Epoch:         e,
+		LearningRate:  lr,
+		Loss:          lossSum / float64(train.N),
+		TrainAccuracy: float64(correct) / float64(train.N),
+	}, nil
+}
+
+// keeper keeps the weights Train returns: the best epoch's (on the
+// validation set; the last without one), or the mean of the last epochs'
+// (finetune.average_last).
+type keeper struct {
+	best      []float32
+	bestEpoch int
+	bestAcc   float64
+	// sinceBest counts the epochs since the best, for early stopping.
+	sinceBest int
 	// avgSum accumulates the parameters at the end of each of the last
 	// cfg.AverageLast epochs, in float64 so that the mean of many epochs
-	// loses no precision; avgN counts them.
-	var avgSum []float64
-	var avgBuf []float32
-	avgN := 0
-	if cfg.AverageLast > 0 {
-		avgSum = make([]float64, len(best))
-		avgBuf = make([]float32, len(best))
-	}
-	rng := rand.New(rand.NewPCG(cfg.Seed, streamShuffle))
-	perm := make([]int, train.N)
-	stats := make([]EpochStats, 0, cfg.Epochs)
-	momentum := float32(cfg.Momentum)
+	// loses no precision; avgN counts them. avgSum is nil without
+	// averaging.
+	avgSum []float64
+	avgBuf []float32
+	avgN   int
+}
 
-	for e := 1; e <= cfg.Epochs; e++ {
-		start := time.Now()
-		lr := cfg.learningRate(e)
-		data.Permutation(rng, train.N, perm)
-		var lossSum float64
-		correct := 0
-		for b, lo := 1, 0; lo < train.N; b, lo = b+1, lo+t.batch {
-			if err := ctx.Err(); err != nil {
-				net.loadParams(best)
-				return stats, err
-			}
-			idx := perm[lo:min(lo+t.batch, train.N)]
-			train.Gather(t.x, idx)
-			train.GatherLabels(t.labels, idx)
-			loss, c, ok := t.step(len(idx), float32(lr), momentum, float32(lr*cfg.WeightDecay))
-			if !ok {
-				net.loadParams(best)
-				return stats, &DivergenceError{Epoch: e, Batch: b, Loss: loss, KeptEpoch: bestEpoch}
-			}
-			lossSum += loss * float64(len(idx))
-			correct += c
-		}
-		st := EpochStats{
-			Epoch:         e,
-			LearningRate:  lr,
-			Loss:          lossSum / float64(train.N),
-			TrainAccuracy: float64(correct) / float64(train.N),
-		}
-		if ev != nil {
-			st.ValidAccuracy = float64(ev.run(valid, nil)) / float64(valid.N)
-			st.Improved = st.ValidAccuracy > bestAcc
-		} else {
-			st.Improved = true
-		}
-		if st.Improved {
-			net.saveParams(best)
-			bestEpoch, bestAcc, sinceBest = e, st.ValidAccuracy, 0
-		} else {
-			sinceBest++
-		}
-		if avgSum != nil && e > cfg.Epochs-cfg.AverageLast {
-			net.saveParams(avgBuf)
-			for i, v := range avgBuf {
-				avgSum[i] += float64(v)
-			}
-			avgN++
-		}
-		st.Seconds = time.Since(start).Seconds()
-		stats = append(stats, st)
-		if hooks.Epoch != nil {
-			hooks.Epoch(st)
-		}
-		if ev != nil && cfg.Patience > 0 && sinceBest >= cfg.Patience {
-			break
-		}
+// newKeeper keeps net's initial weights as the best so far, and averages
+// the last averageLast epochs (0: none).
+func newKeeper(net *Network, averageLast int) *keeper {
+	k := &keeper{best: make([]float32, net.numParams()), bestAcc: math.Inf(-1)}
+	net.saveParams(k.best)
+	if averageLast > 0 {
+		k.avgSum = make([]float64, len(k.best))
+		k.avgBuf = make([]float32, len(k.best))
 	}
-	if avgN > 0 {
-		inv := 1 / float64(avgN)
-		for i, v := range avgSum {
-			avgBuf[i] = float32(v * inv)
-		}
-		net.loadParams(avgBuf)
-		return stats, nil
+	return k
+}
+
+// endEpoch keeps net's weights after epoch st.Epoch if it improved, and
+// adds them to the mean if average is set (one of the last epochs).
+func (k *keeper) endEpoch(net *Network, st EpochStats, average bool) {
+	if st.Improved {
+		net.saveParams(k.best)
+		k.bestEpoch, k.bestAcc, k.sinceBest = st.Epoch, st.ValidAccuracy, 0
+	} else {
+		k.sinceBest++
 	}
-	net.loadParams(best)
-	return stats, nil
+	if k.avgSum != nil && average {
+		net.saveParams(k.avgBuf)
+		for i, v := range k.avgBuf {
+			k.avgSum[i] += float64(v)
+		}
+		k.avgN++
+	}
+}
+
+// load puts the kept weights into net: the mean of the averaged epochs if
+// any, else the best.
+func (k *keeper) load(net *Network) {
+	if k.avgN == 0 {
+		net.loadParams(k.best)
+		return
+	}
+	inv := 1 / float64(k.avgN)
+	for i, v := range k.avgSum {
+		k.avgBuf[i] = float32(v * inv)
+	}
+	net.loadParams(k.avgBuf)
 }
 
 // trainer holds everything one SGD step needs, allocated once for mini-batches

@@ -1,17 +1,26 @@
-// Command lintnotes keeps lab notes out of the product: it fails, naming
-// file:line and the match, where a Go comment of a non-test file, the
-// README, a page of docs/ (docs/results.md apart, the results page) or a
-// config of configs/ holds a date (YYYY-MM-DD), a commit hash or an issue
-// number. A comment gives a reason; measurements, with their dates, belong
-// in experiments/results/<folder>/README.md and docs/results.md, and a
-// comment names the folder. `make lint` runs it from the repository root:
+// Command lintnotes keeps lab notes out of the product and glue short.
+//
+// Lab notes: it fails, naming file:line and the match, where a Go comment
+// of a non-test file, the README, a page of docs/ (docs/results.md apart,
+// the results page) or a config of configs/ holds a date (YYYY-MM-DD), a
+// commit hash or an issue number. A comment gives a reason; measurements,
+// with their dates, belong in experiments/results/<folder>/README.md and
+// docs/results.md, and a comment names the folder. Go files are parsed and
+// only their comments are read, so hex constants, date layouts and the
+// like in code are not matches.
+//
+// Short functions: it fails, naming file:line, the function and its
+// length, where a function or method of a non-test, non-generated Go file
+// runs over MaxFuncLines lines, counted from the func keyword to the
+// closing brace. Orchestration reads as steps of a screen each: split a
+// long function by step and name each step.
+//
+// `make lint` runs it from the repository root:
 //
 //	go run ./internal/lintnotes [root]
 //
-// Go files are parsed and only their comments are read, so hex constants,
-// date layouts and the like in code are not matches. Nothing is
-// allow-listed: a legitimate match (a DOI, say) needs a narrow rule here,
-// with a test, not an exception by file.
+// Nothing is allow-listed: a legitimate match (a DOI, say) needs a narrow
+// rule here, with a test, not an exception by file.
 package main
 
 import (
@@ -19,6 +28,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -106,6 +116,81 @@ func scanGo(file string, src []byte) ([]Finding, error) {
 	return out, nil
 }
 
+// MaxFuncLines is the most lines a hand-written function may span, from
+// its func keyword to its closing brace.
+const MaxFuncLines = 80
+
+// A LongFunc is a function over MaxFuncLines lines: where it starts, its
+// name (Recv.Name for a method) and how many lines it spans.
+type LongFunc struct {
+	File  string // slash-separated, relative to the root
+	Line  int    // the line of the func keyword
+	Name  string
+	Lines int
+}
+
+func (f LongFunc) String() string {
+	return fmt.Sprintf("%s:%d: func %s is %d lines (at most %d)", f.File, f.Line, f.Name, f.Lines, MaxFuncLines)
+}
+
+// funcName returns the name of a function, or Recv.Name for a method (the
+// receiver's type without pointer or type parameters).
+func funcName(fd *ast.FuncDecl) string {
+	if fd.Recv == nil || len(fd.Recv.List) == 0 {
+		return fd.Name.Name
+	}
+	t := fd.Recv.List[0].Type
+	for {
+		switch x := t.(type) {
+		case *ast.StarExpr:
+			t = x.X
+			continue
+		case *ast.IndexExpr:
+			t = x.X
+			continue
+		case *ast.IndexListExpr:
+			t = x.X
+			continue
+		case *ast.ParenExpr:
+			t = x.X
+			continue
+		}
+		break
+	}
+	if id, ok := t.(*ast.Ident); ok {
+		return id.Name + "." + fd.Name.Name
+	}
+	return fd.Name.Name
+}
+
+// longFuncs returns the functions of a Go source file that span more than
+// MaxFuncLines lines, none for a generated file (ast.IsGenerated: the
+// "// Code generated ... DO NOT EDIT." line). Function literals count as
+// part of the function that holds them.
+func longFuncs(file string, src []byte) ([]LongFunc, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, file, src, parser.ParseComments|parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	if ast.IsGenerated(f) {
+		return nil, nil
+	}
+	var out []LongFunc
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Body == nil {
+			continue // not a function, or one declared without a body
+		}
+		first := fset.Position(fd.Type.Func).Line
+		n := fset.Position(fd.Body.Rbrace).Line - first + 1
+		if n > MaxFuncLines {
+			out = append(out, LongFunc{file, first, funcName(fd), n})
+		}
+	}
+	return out, nil
+}
+
 // checked reports whether the file at the slash-separated path p, relative
 // to the root, is one that lintnotes reads, and whether as Go.
 func checked(p string) (ok, isGo bool) {
@@ -164,6 +249,38 @@ func Check(root string, files []string) ([]Finding, error) {
 	return out, nil
 }
 
+// CheckFuncs reads the non-test Go files among the given ones
+// (slash-separated, relative to root; testdata and vendor apart, as for
+// Check) and returns their functions over MaxFuncLines lines, sorted by
+// file and line.
+func CheckFuncs(root string, files []string) ([]LongFunc, error) {
+	var out []LongFunc
+	for _, p := range files {
+		if ok, isGo := checked(p); !ok || !isGo {
+			continue
+		}
+		src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // tracked by git but deleted in the work tree
+		}
+		if err != nil {
+			return nil, err
+		}
+		long, err := longFuncs(p, src)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, long...)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].File != out[j].File {
+			return out[i].File < out[j].File
+		}
+		return out[i].Line < out[j].Line
+	})
+	return out, nil
+}
+
 // listFiles returns the files under root: those git tracks where root is
 // a git work tree, else every file found by walking it.
 func listFiles(root string) ([]string, error) {
@@ -203,19 +320,33 @@ func main() {
 		root = os.Args[1]
 	}
 	files, err := listFiles(root)
-	if err == nil {
-		var found []Finding
-		found, err = Check(root, files)
-		for _, f := range found {
-			fmt.Println(f)
-		}
-		if err == nil && len(found) > 0 {
-			fmt.Fprintf(os.Stderr, "lintnotes: %d lab notes in the product: move measurements to experiments/results/<folder>/README.md and name the folder\n", len(found))
-			os.Exit(1)
-		}
-	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lintnotes:", err)
+		os.Exit(1)
+	}
+	notes, err := Check(root, files)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lintnotes:", err)
+		os.Exit(1)
+	}
+	long, err := CheckFuncs(root, files)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lintnotes:", err)
+		os.Exit(1)
+	}
+	for _, f := range notes {
+		fmt.Println(f)
+	}
+	for _, f := range long {
+		fmt.Println(f)
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(os.Stderr, "lintnotes: %d lab notes in the product: move measurements to experiments/results/<folder>/README.md and name the folder\n", len(notes))
+	}
+	if len(long) > 0 {
+		fmt.Fprintf(os.Stderr, "lintnotes: %d functions over %d lines: split each by step and name the steps\n", len(long), MaxFuncLines)
+	}
+	if len(notes) > 0 || len(long) > 0 {
 		os.Exit(1)
 	}
 }

@@ -82,10 +82,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	statusEvery := fs.Duration("status-every", protocol.DefaultTiming(config.DefaultJoinTimeout, 0).StatusEvery, "how often to report status (the master's heartbeat)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stdout, "%s\n%s\nFlags:\n", Usage, description)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			fmt.Fprintf(stdout, "\n%s", example)
+			printHelp(stdout, fs)
 			return err
 		}
 		return fmt.Errorf("%w: %v", ErrUsage, err)
@@ -128,14 +125,29 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Info(note)
 	}
 	opt := natsnet.SlaveOptions{URL: *url, Name: *name, Credentials: creds, Threads: *threads, JoinTimeout: *join, MasterGoneAfter: *gone, Logger: log, WindowDelay: *delay, StatusEvery: *statusEvery}
-	if names := strings.Split(*name, ","); len(names) > 1 {
-		if *serve {
-			return fmt.Errorf("%w: --serve with a group of names (--name %s): a group runs once", ErrUsage, *name)
+	return runSlaves(ctx, opt, *serve)
+}
+
+// printHelp prints the help of the slave command, with fs's flags, on w.
+func printHelp(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "%s\n%s\nFlags:\n", Usage, description)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprintf(w, "\n%s", example)
+}
+
+// runSlaves runs the slave of opt until its run ends; with serve, one run
+// after another until ctx ends. Several names in opt.Name, comma-separated,
+// run a stage group instead: once, so not with serve.
+func runSlaves(ctx context.Context, opt natsnet.SlaveOptions, serve bool) error {
+	if names := strings.Split(opt.Name, ","); len(names) > 1 {
+		if serve {
+			return fmt.Errorf("%w: --serve with a group of names (--name %s): a group runs once", ErrUsage, opt.Name)
 		}
 		opt.Name = ""
 		return natsnet.RunGroup(ctx, opt, names)
 	}
-	if *serve {
+	if serve {
 		return natsnet.ServeSlave(ctx, opt)
 	}
 	return natsnet.RunSlave(ctx, opt)
