@@ -177,31 +177,34 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 		recoveries []protocol.Recovery
 	)
 	plan := natsnet.Plan{
-		RunID:           state.RunID,
-		Stages:          stageCfgs,
-		Data:            train.X,
-		N:               train.N,
-		ShuffleSeed:     shuffleSeed,
-		Credits:         cfg.Cluster.Credits,
-		JoinTimeout:     cfg.Cluster.JoinTimeout,
-		Hooks:           prog.hooks(),
-		LostAfter:       rel.LostAfter,
-		CheckpointEvery: rel.CheckpointEvery,
-		Store:           store,
-		Resume:          state.Resume,
-		Lost: func(rbm int, slave string, silent time.Duration) {
-			log.Warn("slave lost; replacing it", "slave", slave, "rbm", rbm, "silent", silent.Round(100*time.Millisecond))
-			prog.lost(rbm)
-			opt.Monitor.Lost(rbm, slave, silent)
+		MasterConfig: protocol.MasterConfig{
+			Run:             protocol.Run{ID: state.RunID},
+			Stages:          stageCfgs,
+			Data:            train.X,
+			N:               train.N,
+			ShuffleSeed:     shuffleSeed,
+			Credits:         cfg.Cluster.Credits,
+			CheckpointEvery: rel.CheckpointEvery,
+			Timing:          protocol.Timing{JoinTimeout: cfg.Cluster.JoinTimeout, LostAfter: rel.LostAfter},
+			Observer: protocol.Observer{
+				Hooks: prog.hooks(),
+				Lost: func(rbm int, slave string, silent time.Duration) {
+					log.Warn("slave lost; replacing it", "slave", slave, "rbm", rbm, "silent", silent.Round(100*time.Millisecond))
+					prog.lost(rbm)
+					opt.Monitor.Lost(rbm, slave, silent)
+				},
+				Recovered: func(r protocol.Recovery) {
+					mu.Lock()
+					recoveries = append(recoveries, r)
+					mu.Unlock()
+					opt.Monitor.Recovered(r)
+				},
+				Checkpointed: prog.checkpointed(saver.checkpointed),
+				Joined:       opt.Monitor.Joined,
+			},
 		},
-		Recovered: func(r protocol.Recovery) {
-			mu.Lock()
-			recoveries = append(recoveries, r)
-			mu.Unlock()
-			opt.Monitor.Recovered(r)
-		},
-		Checkpointed: prog.checkpointed(saver.checkpointed),
-		Joined:       opt.Monitor.Joined,
+		Store:  store,
+		Resume: state.Resume,
 	}
 	if local != nil {
 		plan.Respawn = local.restart
