@@ -12,6 +12,7 @@ import (
 	"github.com/pipedbn/pipedbn/data"
 	"github.com/pipedbn/pipedbn/finetune"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
@@ -190,7 +191,7 @@ type Cluster struct {
 	// Slaves is how many slaves to wait for; 0 runs one local slave per RBM.
 	Slaves int `mapstructure:"slaves" read:"nats"`
 	// JoinTimeout bounds the wait for slaves, and a local slave's wait for
-	// its master. Default DefaultJoinTimeout, 60s.
+	// its master. Default protocol.DefaultJoinTimeout, 60s.
 	JoinTimeout time.Duration `mapstructure:"join_timeout" read:"nats"`
 	// CPUsPerWorker caps every worker (the greedy trainer, or each slave) at
 	// this many CPUs, fractions allowed (0.5: half a core), emulating a
@@ -271,7 +272,8 @@ type Reliability struct {
 	// checkpoints off: a lost slave then fails the run. Default 5.
 	CheckpointEvery int `mapstructure:"checkpoint_every"`
 	// LostAfter declares a slave lost when the master heard nothing from
-	// it for this long (slaves report every second). Default 4s.
+	// it for this long (slaves report every second). Default
+	// protocol.DefaultLostAfter, 4s.
 	LostAfter time.Duration `mapstructure:"lost_after"`
 	// SaveEvery refreshes weights.npz from the latest checkpoints this
 	// often during a pipelined pre-training; 0 only saves at the end.
@@ -373,10 +375,6 @@ type Axis struct {
 	Values []any  `mapstructure:"values"`
 }
 
-// DefaultJoinTimeout is cluster.join_timeout's default, and that of the
-// slave command's --join-timeout (a slave reads no config file).
-const DefaultJoinTimeout = 60 * time.Second
-
 // Defaults returns the configuration a file that names nothing gets.
 func Defaults() map[string]any {
 	ft := finetune.DefaultConfig()
@@ -415,7 +413,7 @@ func Defaults() map[string]any {
 		"pretrain.probe.rows":            0,
 		"cluster.nats_url":               "",
 		"cluster.slaves":                 0,
-		"cluster.join_timeout":           DefaultJoinTimeout,
+		"cluster.join_timeout":           protocol.DefaultJoinTimeout,
 		"cluster.cpus_per_worker":        0,
 		"cluster.colocate":               false,
 		"cluster.credits":                4,
@@ -443,7 +441,7 @@ func Defaults() map[string]any {
 		"finetune.label_smoothing":       ft.LabelSmoothing,
 		"output.dir":                     "",
 		"reliability.checkpoint_every":   5,
-		"reliability.lost_after":         "4s",
+		"reliability.lost_after":         protocol.DefaultLostAfter,
 		"reliability.save_every":         "5m",
 		"monitor.http":                   DefaultMonitorHTTP,
 		"sweep.repeats":                  1,

@@ -22,6 +22,7 @@ import (
 	"github.com/pipedbn/pipedbn/internal/natsprobe"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
@@ -408,8 +409,17 @@ func TestPipelinedRunOnSecuredServer(t *testing.T) {
 			t.Fatalf("run %d: %v", run, err)
 		}
 		res, err := natsnet.NewMaster(nc, log.Named("master")).Run(rctx, natsnet.Plan{
-			RunID: runID, Stages: stages, Data: x, N: n, ShuffleSeed: 3,
-			Credits: 2, JoinTimeout: 30 * time.Second, CheckpointEvery: 2, Store: store,
+			MasterConfig: protocol.MasterConfig{
+				Run:             protocol.Run{ID: runID},
+				Stages:          stages,
+				Data:            x,
+				N:               n,
+				ShuffleSeed:     3,
+				Credits:         2,
+				CheckpointEvery: 2,
+				Timing:          protocol.Timing{JoinTimeout: 30 * time.Second},
+			},
+			Store: store,
 		})
 		rcancel()
 		if err != nil {

@@ -240,17 +240,28 @@ func clusterNodeLoss(t *testing.T, mastersServer bool) {
 		lost   []string
 	)
 	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
-		RunID: "cluster", Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
-		Credits: c.credits, JoinTimeout: 30 * time.Second, CheckpointEvery: c.every, Store: store,
-		Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
-			if s.Index == 2 && s.Batches >= 20 {
-				once.Do(func() {
-					go func() { cl.kill(victim); killed <- victim }()
-				})
-			}
-		}},
-		Lost:      func(rbm int, slave string, silent time.Duration) { mu.Lock(); lost = append(lost, slave); mu.Unlock() },
-		Recovered: func(r protocol.Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+		MasterConfig: protocol.MasterConfig{
+			Run:             protocol.Run{ID: "cluster"},
+			Stages:          c.cfgs,
+			Data:            c.x,
+			N:               c.n,
+			ShuffleSeed:     77,
+			Credits:         c.credits,
+			CheckpointEvery: c.every,
+			Timing:          protocol.Timing{JoinTimeout: 30 * time.Second},
+			Observer: protocol.Observer{
+				Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
+					if s.Index == 2 && s.Batches >= 20 {
+						once.Do(func() {
+							go func() { cl.kill(victim); killed <- victim }()
+						})
+					}
+				}},
+				Lost:      func(rbm int, slave string, silent time.Duration) { mu.Lock(); lost = append(lost, slave); mu.Unlock() },
+				Recovered: func(r protocol.Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+			},
+		},
+		Store: store,
 	})
 	if err != nil {
 		ps.dumpLogs()

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // hugeClaim is a well-formed 33-byte fragment that claims a payload of
@@ -41,7 +42,14 @@ func TestRegistrationFlood(t *testing.T) {
 	defer wg.Wait()
 	m := NewMaster(nc, testLogger(t))
 	got, err := m.Run(ctx, Plan{
-		RunID: "flood", Stages: cfgs, Data: examples(4, 64, 9), N: 64, Credits: 2, JoinTimeout: 20 * time.Second,
+		MasterConfig: protocol.MasterConfig{
+			Run:     protocol.Run{ID: "flood"},
+			Stages:  cfgs,
+			Data:    examples(4, 64, 9),
+			N:       64,
+			Credits: 2,
+			Timing:  protocol.Timing{JoinTimeout: 20 * time.Second},
+		},
 		Listening: func() {
 			// The flood goes first, so that the slaves register into it.
 			for id := range uint64(flood) {

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // A slave started by hand whose master is killed in the middle of a run
@@ -61,22 +62,32 @@ func masterGone(t *testing.T, serverToo bool) {
 	ran := make(chan error, 1)
 	go func() {
 		_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{
-			RunID: "gone", Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
-			Credits: c.credits, JoinTimeout: 30 * time.Second, CheckpointEvery: c.every,
-			Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
-				if s.Index == 3 && s.Batches >= 10 {
-					once.Do(func() {
-						// As kill -9 does: the master's connection ends
-						// with no word to the slaves, and the server's
-						// with it where it was the master's own.
-						if serverToo {
-							srv.Shutdown()
+			MasterConfig: protocol.MasterConfig{
+				Run:             protocol.Run{ID: "gone"},
+				Stages:          c.cfgs,
+				Data:            c.x,
+				N:               c.n,
+				ShuffleSeed:     77,
+				Credits:         c.credits,
+				CheckpointEvery: c.every,
+				Timing:          protocol.Timing{JoinTimeout: 30 * time.Second},
+				Observer: protocol.Observer{
+					Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
+						if s.Index == 3 && s.Batches >= 10 {
+							once.Do(func() {
+								// As kill -9 does: the master's connection ends
+								// with no word to the slaves, and the server's
+								// with it where it was the master's own.
+								if serverToo {
+									srv.Shutdown()
+								}
+								nc.Close()
+								killed <- time.Now()
+							})
 						}
-						nc.Close()
-						killed <- time.Now()
-					})
-				}
-			}},
+					}},
+				},
+			},
 		})
 		ran <- err
 	}()
@@ -150,12 +161,21 @@ func TestServingSlaveRejoinsRestartedMaster(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	plan := Plan{
-		RunID: "back", Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
-		Credits: c.credits, JoinTimeout: 30 * time.Second, CheckpointEvery: c.every, Store: store,
+		MasterConfig: protocol.MasterConfig{
+			Run:             protocol.Run{ID: "back"},
+			Stages:          c.cfgs,
+			Data:            c.x,
+			N:               c.n,
+			ShuffleSeed:     77,
+			Credits:         c.credits,
+			CheckpointEvery: c.every,
+			Timing:          protocol.Timing{JoinTimeout: 30 * time.Second},
+		},
+		Store: store,
 	}
 	var once sync.Once
 	killed := make(chan struct{})
-	plan.Hooks = pipeline.Hooks{Window: func(s pipeline.Stats) {
+	plan.Observer.Hooks = pipeline.Hooks{Window: func(s pipeline.Stats) {
 		if s.Index == 3 && s.Batches >= 20 {
 			// The master and its connection end at once, and with them the
 			// server for a moment (a NATS restart too): no slave hears of it.
@@ -202,7 +222,7 @@ func TestServingSlaveRejoinsRestartedMaster(t *testing.T) {
 	if again.Store, err = OpenJetStreamStore(context.Background(), nc2, "back"); err != nil {
 		t.Fatal(err)
 	}
-	again.Resume, again.Hooks = true, pipeline.Hooks{}
+	again.Resume, again.Observer.Hooks = true, pipeline.Hooks{}
 	got, err := NewMaster(nc2, testLogger(t)).Run(context.Background(), again)
 	if err != nil {
 		ps.dumpLogs()

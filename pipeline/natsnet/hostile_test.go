@@ -431,16 +431,25 @@ func TestRegistrationIsBoundToItsIdentity(t *testing.T) {
 	go func() {
 		var err error
 		got, err = m.Run(ctx, Plan{
-			RunID: "impostor", Stages: cfgs, Data: examples(3, 64, 9), N: 64, Credits: 2, JoinTimeout: 20 * time.Second,
+			MasterConfig: protocol.MasterConfig{
+				Run:     protocol.Run{ID: "impostor"},
+				Stages:  cfgs,
+				Data:    examples(3, 64, 9),
+				N:       64,
+				Credits: 2,
+				Timing:  protocol.Timing{JoinTimeout: 20 * time.Second},
+				Observer: protocol.Observer{
+					Joined: func(name, _ string, _ int) { mu.Lock(); joined = append(joined, name); mu.Unlock() },
+					// Stopped while the run has most of its windows to go, so that
+					// everything forged reaches the master before it ends.
+					Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
+						if s.Index == len(cfgs) && s.Batches >= 4 {
+							halt()
+						}
+					}},
+				},
+			},
 			Listening: func() { startOnce.Do(func() { go attack() }) },
-			Joined:    func(name, _ string, _ int) { mu.Lock(); joined = append(joined, name); mu.Unlock() },
-			// Stopped while the run has most of its windows to go, so that
-			// everything forged reaches the master before it ends.
-			Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
-				if s.Index == len(cfgs) && s.Batches >= 4 {
-					halt()
-				}
-			}},
 		})
 		ran <- err
 	}()

@@ -11,46 +11,21 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/pipedbn/pipedbn/messages"
-	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // Plan is one pipelined pre-training run for the master to carry out.
 type Plan struct {
-	// RunID names the run on the wire (see protocol.CheckName).
-	RunID string
-	// Stages describe RBM_1..RBM_L; slave i trains Stages[i-1].
-	Stages []pipeline.StageConfig
-	// Replicas and SyncEvery, if set, give RBMs stage replicas (see
-	// protocol.MasterConfig.Replicas): one slave per replica.
-	Replicas  []int
-	SyncEvery int
-	// Seating, if set, names the seat each named slave takes (see
-	// protocol.MasterConfig.Seating): the plan's stage groups.
-	Seating map[string]protocol.Seat
+	// MasterConfig is the run for the protocol's master: Run.ID names it
+	// on the wire, and Timing's zero fields take protocol.DefaultTiming's
+	// values, with protocol.DefaultJoinTimeout and
+	// protocol.DefaultLostAfter. Master.Run sets the incarnation, Stored
+	// (from Store) and Logger (the Master's).
+	protocol.MasterConfig
 	// Peers, if set, are the slaves running in the master's process: the
 	// data windows and their credits go between them in memory.
 	Peers *driver.Peers
-	// Data holds N rows of Stages[0].Visible values: RBM_1's input, which
-	// the master streams to slave 1, shuffled every epoch by a source seeded
-	// with ShuffleSeed.
-	Data        []float32
-	N           int
-	ShuffleSeed uint64
-	// Credits bounds the windows in flight on each link.
-	Credits int
-	// JoinTimeout bounds the wait for len(Stages) slaves to register, and
-	// for a replacement of a lost one. Default 60s.
-	JoinTimeout time.Duration
-	// LostAfter declares a slave lost when nothing came from it for this
-	// long after its assignment: three missed status reports and a second
-	// of slack. Default 4s.
-	LostAfter time.Duration
-	// CheckpointEvery is C: every slave checkpoints after every C windows
-	// of K mini-batches, into Store. 0 turns checkpoints off: a lost slave
-	// then fails the run.
-	CheckpointEvery int
 	// Store keeps the checkpoints; nil keeps them in the master's memory.
 	Store protocol.Store
 	// Resume restarts an interrupted run from what Store holds of it, as a
@@ -62,22 +37,11 @@ type Plan struct {
 	// when the lost slave speaks again before any replacement came (it
 	// only stalled, and goes on), or when the run ends.
 	Respawn func(ctx context.Context, rbm int, lost string) error
-
 	// Listening, if set, is called once the master listens for
 	// registrations (the server has its subscriptions): slaves started
 	// then are heard at their first registration, not a RegisterEvery
 	// later.
 	Listening func()
-
-	// Hooks see every slave's progress, from its status reports.
-	Hooks pipeline.Hooks
-	// Joined, Lost, Recovered and Checkpointed, if set, see every slave
-	// that registers, each slave declared lost, each replacement resuming
-	// a lost slave's RBM, and every checkpoint once it is stored.
-	Joined       func(name, host string, cpus int)
-	Lost         func(rbm int, slave string, silent time.Duration)
-	Recovered    func(protocol.Recovery)
-	Checkpointed func(rbm int, state pipeline.StageState)
 }
 
 // Master is the master's side of a cluster: it drives the protocol's
@@ -132,17 +96,11 @@ func (m *Master) limits(f family, cfg protocol.MasterConfig, rows int) messages.
 // Cancelling ctx interrupts the run: every slave is asked to leave a
 // checkpoint first, and Run returns ctx's error.
 func (m *Master) Run(ctx context.Context, p Plan) ([]protocol.Trained, error) {
-	if err := protocol.CheckName(p.RunID); err != nil {
+	if err := protocol.CheckName(p.Run.ID); err != nil {
 		return nil, fmt.Errorf("run %w", err)
 	}
 	if p.Store == nil {
 		p.Store = protocol.NewMemStore()
-	}
-	if p.JoinTimeout <= 0 {
-		p.JoinTimeout = 60 * time.Second
-	}
-	if p.LostAfter <= 0 {
-		p.LostAfter = 4 * time.Second
 	}
 	cfg, err := m.config(ctx, p)
 	if err != nil {
@@ -233,11 +191,9 @@ func (m *Master) watchConnection() (<-chan bool, func()) {
 // run, or, resuming, what the store holds of the interrupted one, as a new
 // incarnation (driver.Begin).
 func (m *Master) config(ctx context.Context, p Plan) (protocol.MasterConfig, error) {
-	cfg := protocol.MasterConfig{
-		Run: protocol.Run{ID: p.RunID}, Stages: p.Stages, Replicas: p.Replicas, SyncEvery: p.SyncEvery, Seating: p.Seating, Data: p.Data, N: p.N, ShuffleSeed: p.ShuffleSeed,
-		Credits: p.Credits, CheckpointEvery: p.CheckpointEvery, Timing: protocol.DefaultTiming(p.JoinTimeout, p.LostAfter),
-		Observer: protocol.Observer{Hooks: p.Hooks, Joined: p.Joined, Lost: p.Lost, Recovered: p.Recovered, Checkpointed: p.Checkpointed},
-		Logger:   m.log,
-	}
+	cfg := p.MasterConfig
+	cfg.Run = protocol.Run{ID: p.Run.ID}
+	cfg.Timing = cfg.Timing.WithDefaults()
+	cfg.Stored, cfg.Logger = nil, m.log
 	return cfg, driver.Begin(ctx, p.Store, &cfg, p.Resume)
 }

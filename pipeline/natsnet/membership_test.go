@@ -37,7 +37,7 @@ func TestDuplicateNameIsRefused(t *testing.T) {
 	}
 	ran := make(chan error, 1)
 	go func() {
-		_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{RunID: "dup", Stages: cfgs, Data: examples(3, 16, 9), N: 16, Credits: 2, JoinTimeout: 20 * time.Second})
+		_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "dup"}, Stages: cfgs, Data: examples(3, 16, 9), N: 16, Credits: 2, Timing: protocol.Timing{JoinTimeout: 20 * time.Second}}})
 		ran <- err
 	}()
 	start("dup")
@@ -85,18 +85,28 @@ func TestHungSlaveIsTakenBack(t *testing.T) {
 		time.AfterFunc(2500*time.Millisecond, func() { cmd.Process.Signal(syscall.SIGCONT) })
 	}
 	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
-		RunID: "hung", Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
-		Credits: c.credits, JoinTimeout: 30 * time.Second, CheckpointEvery: c.every, LostAfter: time.Second,
-		Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
-			mu.Lock()
-			defer mu.Unlock()
-			if stopped == "" && s.Index == 2 && s.Batches >= 30 {
-				stopped = s.Worker
-				hang(stopped)
-			}
-		}},
-		Lost:      func(_ int, slave string, _ time.Duration) { mu.Lock(); lost = append(lost, slave); mu.Unlock() },
-		Recovered: func(r protocol.Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+		MasterConfig: protocol.MasterConfig{
+			Run:             protocol.Run{ID: "hung"},
+			Stages:          c.cfgs,
+			Data:            c.x,
+			N:               c.n,
+			ShuffleSeed:     77,
+			Credits:         c.credits,
+			CheckpointEvery: c.every,
+			Timing:          protocol.Timing{JoinTimeout: 30 * time.Second, LostAfter: time.Second},
+			Observer: protocol.Observer{
+				Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
+					mu.Lock()
+					defer mu.Unlock()
+					if stopped == "" && s.Index == 2 && s.Batches >= 30 {
+						stopped = s.Worker
+						hang(stopped)
+					}
+				}},
+				Lost:      func(_ int, slave string, _ time.Duration) { mu.Lock(); lost = append(lost, slave); mu.Unlock() },
+				Recovered: func(r protocol.Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+			},
+		},
 	})
 	if err != nil {
 		ps.dumpLogs()
@@ -135,8 +145,20 @@ func TestListeningHearsTheFirstRegistration(t *testing.T) {
 	defer cancel()
 	calls, joined := 0, make(chan string, 1)
 	_, err = NewMaster(nc, testLogger(t)).Run(ctx, Plan{
-		RunID: "listening", Stages: stageConfigs([]int{9, 6}, 1, 4, 1), Data: examples(3, 16, 9), N: 16, Credits: 2,
-		JoinTimeout: 3 * time.Second,
+		MasterConfig: protocol.MasterConfig{
+			Run:     protocol.Run{ID: "listening"},
+			Stages:  stageConfigs([]int{9, 6}, 1, 4, 1),
+			Data:    examples(3, 16, 9),
+			N:       16,
+			Credits: 2,
+			Timing:  protocol.Timing{JoinTimeout: 3 * time.Second},
+			Observer: protocol.Observer{
+				Joined: func(name, _ string, _ int) {
+					joined <- name
+					cancel() // nobody will train the RBM
+				},
+			},
+		},
 		Listening: func() {
 			calls++
 			parts, err := messages.EncodeParts(&messages.Register{Name: "early", Host: "test", CPUs: 1, Protocol: messages.Version, Process: 1}, 1<<20, 1)
@@ -148,10 +170,6 @@ func TestListeningHearsTheFirstRegistration(t *testing.T) {
 				early.Publish(registerSubject("early"), p)
 			}
 			early.Flush()
-		},
-		Joined: func(name, _ string, _ int) {
-			joined <- name
-			cancel() // nobody will train the RBM
 		},
 	})
 	if calls != 1 {

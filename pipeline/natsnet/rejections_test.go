@@ -9,6 +9,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // A client on an open server forges input for the master and a slave
@@ -54,25 +55,34 @@ func TestForgedInputIsCounted(t *testing.T) {
 	forged := make(chan struct{})
 	m := NewMaster(nc, testLogger(t))
 	got, err := m.Run(ctx, Plan{
-		RunID: "forged", Stages: cfgs, Data: examples(3, 64, 9), N: 64, Credits: 2, JoinTimeout: 20 * time.Second,
-		Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
-			if s.Index != 1 || s.Batches < 4 {
-				return
-			}
-			once.Do(func() {
-				defer close(forged)
-				first := s.Worker // RBM_1's slave, whose windows RBM_2's reads
-				hostile.Publish(reportSubject("forged", first), []byte("garbage"))
-				forge(reportSubject("forged", first), &messages.Status{RunID: "another", Incarnation: 1, RBM: 1, Slave: first, Batches: 999999})
-				forge(reportSubject("forged", first), &messages.Error{RunID: "forged", Incarnation: 0, RBM: 1, Text: "forged"})
-				for _, consumer := range []string{"f1", "f2"} {
-					if consumer != first {
-						hostile.Publish(dataSubject("forged", first, consumer), []byte("garbage"))
+		MasterConfig: protocol.MasterConfig{
+			Run:     protocol.Run{ID: "forged"},
+			Stages:  cfgs,
+			Data:    examples(3, 64, 9),
+			N:       64,
+			Credits: 2,
+			Timing:  protocol.Timing{JoinTimeout: 20 * time.Second},
+			Observer: protocol.Observer{
+				Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
+					if s.Index != 1 || s.Batches < 4 {
+						return
 					}
-				}
-				hostile.Flush()
-			})
-		}},
+					once.Do(func() {
+						defer close(forged)
+						first := s.Worker // RBM_1's slave, whose windows RBM_2's reads
+						hostile.Publish(reportSubject("forged", first), []byte("garbage"))
+						forge(reportSubject("forged", first), &messages.Status{RunID: "another", Incarnation: 1, RBM: 1, Slave: first, Batches: 999999})
+						forge(reportSubject("forged", first), &messages.Error{RunID: "forged", Incarnation: 0, RBM: 1, Text: "forged"})
+						for _, consumer := range []string{"f1", "f2"} {
+							if consumer != first {
+								hostile.Publish(dataSubject("forged", first, consumer), []byte("garbage"))
+							}
+						}
+						hostile.Flush()
+					})
+				}},
+			},
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -196,26 +196,37 @@ func TestChaosKilledSlavesAreReplaced(t *testing.T) {
 			)
 			var victimName string
 			got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
-				RunID: "chaos" + strconv.Itoa(run), Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
-				Credits: c.credits, JoinTimeout: 30 * time.Second, CheckpointEvery: c.every, Store: store,
-				Respawn: ps.respawn,
-				Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
-					mu.Lock()
-					defer mu.Unlock()
-					if s.Index == victim && killedAt.IsZero() && s.Batches >= at*c.k && s.State != pipeline.Done {
-						victimName = s.Worker
-						ps.kill(victimName)
-						killedAt = time.Now()
-					}
-				}},
-				Lost: func(rbm int, slave string, silent time.Duration) {
-					mu.Lock()
-					defer mu.Unlock()
-					if rbm == victim && slave == victimName && detected == 0 {
-						detected = time.Since(killedAt)
-					}
+				MasterConfig: protocol.MasterConfig{
+					Run:             protocol.Run{ID: "chaos" + strconv.Itoa(run)},
+					Stages:          c.cfgs,
+					Data:            c.x,
+					N:               c.n,
+					ShuffleSeed:     77,
+					Credits:         c.credits,
+					CheckpointEvery: c.every,
+					Timing:          protocol.Timing{JoinTimeout: 30 * time.Second},
+					Observer: protocol.Observer{
+						Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
+							mu.Lock()
+							defer mu.Unlock()
+							if s.Index == victim && killedAt.IsZero() && s.Batches >= at*c.k && s.State != pipeline.Done {
+								victimName = s.Worker
+								ps.kill(victimName)
+								killedAt = time.Now()
+							}
+						}},
+						Lost: func(rbm int, slave string, silent time.Duration) {
+							mu.Lock()
+							defer mu.Unlock()
+							if rbm == victim && slave == victimName && detected == 0 {
+								detected = time.Since(killedAt)
+							}
+						},
+						Recovered: func(r protocol.Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+					},
 				},
-				Recovered: func(r protocol.Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+				Store:   store,
+				Respawn: ps.respawn,
 			})
 			if err != nil {
 				ps.dumpLogs()
@@ -286,22 +297,33 @@ func TestNATSRestartLosesNothing(t *testing.T) {
 	var once sync.Once
 	restarted := make(chan error, 1)
 	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
-		RunID: "restart", Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
-		Credits: c.credits, JoinTimeout: 30 * time.Second, CheckpointEvery: c.every, Store: store,
-		Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
-			if s.Index == 2 && s.Batches >= 20 {
-				once.Do(func() {
-					go func() {
-						smu.Lock()
-						defer smu.Unlock()
-						srv.Shutdown()
-						time.Sleep(time.Second)
-						srv, err = StartEmbeddedWith(opts)
-						restarted <- err
-					}()
-				})
-			}
-		}},
+		MasterConfig: protocol.MasterConfig{
+			Run:             protocol.Run{ID: "restart"},
+			Stages:          c.cfgs,
+			Data:            c.x,
+			N:               c.n,
+			ShuffleSeed:     77,
+			Credits:         c.credits,
+			CheckpointEvery: c.every,
+			Timing:          protocol.Timing{JoinTimeout: 30 * time.Second},
+			Observer: protocol.Observer{
+				Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
+					if s.Index == 2 && s.Batches >= 20 {
+						once.Do(func() {
+							go func() {
+								smu.Lock()
+								defer smu.Unlock()
+								srv.Shutdown()
+								time.Sleep(time.Second)
+								srv, err = StartEmbeddedWith(opts)
+								restarted <- err
+							}()
+						})
+					}
+				}},
+			},
+		},
+		Store: store,
 	})
 	if err != nil {
 		ps.dumpLogs()
@@ -350,13 +372,24 @@ func TestMasterRestartResumes(t *testing.T) {
 	ps.startAll(t, "a", len(c.cfgs))
 	ctx, cancel := context.WithCancel(context.Background())
 	plan := Plan{
-		RunID: "resume", Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
-		Credits: c.credits, JoinTimeout: 30 * time.Second, CheckpointEvery: c.every, Store: store,
-		Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
-			if s.Index == 3 && s.Batches >= 30 {
-				cancel()
-			}
-		}},
+		MasterConfig: protocol.MasterConfig{
+			Run:             protocol.Run{ID: "resume"},
+			Stages:          c.cfgs,
+			Data:            c.x,
+			N:               c.n,
+			ShuffleSeed:     77,
+			Credits:         c.credits,
+			CheckpointEvery: c.every,
+			Timing:          protocol.Timing{JoinTimeout: 30 * time.Second},
+			Observer: protocol.Observer{
+				Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
+					if s.Index == 3 && s.Batches >= 30 {
+						cancel()
+					}
+				}},
+			},
+		},
+		Store: store,
 	}
 	_, err = NewMaster(nc, testLogger(t)).Run(ctx, plan)
 	if err == nil {
@@ -387,7 +420,7 @@ func TestMasterRestartResumes(t *testing.T) {
 	plan.Resume = true
 	var first []int
 	var fmu sync.Mutex
-	plan.Hooks = pipeline.Hooks{Window: func(s pipeline.Stats) {
+	plan.Observer.Hooks = pipeline.Hooks{Window: func(s pipeline.Stats) {
 		fmu.Lock()
 		if len(first) < s.Index {
 			first = append(first, make([]int, s.Index-len(first))...)
@@ -433,8 +466,17 @@ func TestDivergenceStopsKeepingTheLastCheckpoint(t *testing.T) {
 	}
 	store := protocol.NewMemStore()
 	_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{
-		RunID: "diverge", Stages: cfgs, Data: x, N: 600, ShuffleSeed: 7, Credits: 2,
-		JoinTimeout: 20 * time.Second, CheckpointEvery: 3, Store: store,
+		MasterConfig: protocol.MasterConfig{
+			Run:             protocol.Run{ID: "diverge"},
+			Stages:          cfgs,
+			Data:            x,
+			N:               600,
+			ShuffleSeed:     7,
+			Credits:         2,
+			CheckpointEvery: 3,
+			Timing:          protocol.Timing{JoinTimeout: 20 * time.Second},
+		},
+		Store: store,
 	})
 	cancel()
 	wg.Wait()
@@ -482,25 +524,35 @@ func TestStoppedSlaveLeavesCheckpoint(t *testing.T) {
 		recs     []protocol.Recovery
 	)
 	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
-		RunID: "sigterm", Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
-		Credits: c.credits, JoinTimeout: 30 * time.Second, CheckpointEvery: c.every,
-		Respawn: ps.respawn,
-		Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
-			mu.Lock()
-			defer mu.Unlock()
-			if s.Index == 2 && stopped.IsZero() && s.Batches >= 40 {
-				ps.mu.Lock()
-				ps.cmds[s.Worker].Process.Signal(syscall.SIGTERM)
-				ps.mu.Unlock()
-				stopped = time.Now()
-			}
-		}},
-		Lost: func(int, string, time.Duration) {
-			mu.Lock()
-			detected = time.Since(stopped)
-			mu.Unlock()
+		MasterConfig: protocol.MasterConfig{
+			Run:             protocol.Run{ID: "sigterm"},
+			Stages:          c.cfgs,
+			Data:            c.x,
+			N:               c.n,
+			ShuffleSeed:     77,
+			Credits:         c.credits,
+			CheckpointEvery: c.every,
+			Timing:          protocol.Timing{JoinTimeout: 30 * time.Second},
+			Observer: protocol.Observer{
+				Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
+					mu.Lock()
+					defer mu.Unlock()
+					if s.Index == 2 && stopped.IsZero() && s.Batches >= 40 {
+						ps.mu.Lock()
+						ps.cmds[s.Worker].Process.Signal(syscall.SIGTERM)
+						ps.mu.Unlock()
+						stopped = time.Now()
+					}
+				}},
+				Lost: func(int, string, time.Duration) {
+					mu.Lock()
+					detected = time.Since(stopped)
+					mu.Unlock()
+				},
+				Recovered: func(r protocol.Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+			},
 		},
-		Recovered: func(r protocol.Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+		Respawn: ps.respawn,
 	})
 	if err != nil {
 		ps.dumpLogs()
@@ -573,18 +625,28 @@ func (c *chaosSetup) runKilling(t *testing.T, nc *nats.Conn, ps *procs, runID st
 		recs   []protocol.Recovery
 	)
 	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
-		RunID: runID, Stages: c.cfgs, Data: c.x, N: c.n, ShuffleSeed: 77,
-		Credits: c.credits, JoinTimeout: 30 * time.Second, CheckpointEvery: c.every,
+		MasterConfig: protocol.MasterConfig{
+			Run:             protocol.Run{ID: runID},
+			Stages:          c.cfgs,
+			Data:            c.x,
+			N:               c.n,
+			ShuffleSeed:     77,
+			Credits:         c.credits,
+			CheckpointEvery: c.every,
+			Timing:          protocol.Timing{JoinTimeout: 30 * time.Second},
+			Observer: protocol.Observer{
+				Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
+					mu.Lock()
+					defer mu.Unlock()
+					if killed == "" && when(s) {
+						killed = s.Worker
+						ps.kill(killed)
+					}
+				}},
+				Recovered: func(r protocol.Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
+			},
+		},
 		Respawn: respawn,
-		Hooks: pipeline.Hooks{Window: func(s pipeline.Stats) {
-			mu.Lock()
-			defer mu.Unlock()
-			if killed == "" && when(s) {
-				killed = s.Worker
-				ps.kill(killed)
-			}
-		}},
-		Recovered: func(r protocol.Recovery) { mu.Lock(); recs = append(recs, r); mu.Unlock() },
 	})
 	if err != nil {
 		ps.dumpLogs()

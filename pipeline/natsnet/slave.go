@@ -29,7 +29,7 @@ type SlaveOptions struct {
 	// Threads is the number of BLAS threads; 0 means one per CPU.
 	Threads int
 	// JoinTimeout bounds the wait for a master to answer the registration
-	// and then to assign an RBM. Default 60s.
+	// and then to assign an RBM. Default protocol.DefaultJoinTimeout.
 	JoinTimeout time.Duration
 	// StatusEvery is the period of status reports to the master; 0:
 	// protocol.DefaultTiming's.
@@ -79,7 +79,7 @@ type SlaveOptions struct {
 
 func (o *SlaveOptions) defaults() {
 	if o.JoinTimeout <= 0 {
-		o.JoinTimeout = 60 * time.Second
+		o.JoinTimeout = protocol.DefaultJoinTimeout
 	}
 	if o.MasterGoneAfter == 0 {
 		o.MasterGoneAfter = DefaultMasterGoneAfter

@@ -86,6 +86,14 @@ type Timing struct {
 	WeightsEvery, FinishTimeout time.Duration
 }
 
+// The user-facing timeouts' defaults: cluster.join_timeout and the slave's
+// --join-timeout, and reliability.lost_after (three missed status reports
+// and a second of slack).
+const (
+	DefaultJoinTimeout = 60 * time.Second
+	DefaultLostAfter   = 4 * time.Second
+)
+
 // DefaultTiming returns the protocol's periods, with the user-facing
 // timeouts joinTimeout and lostAfter.
 func DefaultTiming(joinTimeout, lostAfter time.Duration) Timing {
@@ -94,6 +102,22 @@ func DefaultTiming(joinTimeout, lostAfter time.Duration) Timing {
 		RegrantEvery: 500 * time.Millisecond, ResendAfter: time.Second, DrainGrace: 3 * time.Second,
 		WeightsEvery: 5 * time.Second, FinishTimeout: 10 * time.Minute,
 	}
+}
+
+// WithDefaults returns t with each zero period or timeout replaced by
+// DefaultTiming's, with DefaultJoinTimeout and DefaultLostAfter.
+func (t Timing) WithDefaults() Timing {
+	def := DefaultTiming(DefaultJoinTimeout, DefaultLostAfter)
+	for _, f := range []struct{ got, def *time.Duration }{
+		{&t.RegisterEvery, &def.RegisterEvery}, {&t.JoinTimeout, &def.JoinTimeout}, {&t.StatusEvery, &def.StatusEvery},
+		{&t.LostAfter, &def.LostAfter}, {&t.RegrantEvery, &def.RegrantEvery}, {&t.ResendAfter, &def.ResendAfter},
+		{&t.DrainGrace, &def.DrainGrace}, {&t.WeightsEvery, &def.WeightsEvery}, {&t.FinishTimeout, &def.FinishTimeout},
+	} {
+		if *f.got <= 0 {
+			*f.got = *f.def
+		}
+	}
+	return t
 }
 
 // Tick is how often a node runs its timers (Master.Tick, Slave.Tick): a

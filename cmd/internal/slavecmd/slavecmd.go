@@ -22,7 +22,8 @@ import (
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
-// Usage is the slave command's synopsis.
+// Usage is the slave command's synopsis. Its defaults are the flags'
+// (TestUsageDefaults).
 const Usage = `usage: slave [--nats URL] [--name NAME[,NAME...]] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--master-gone-after 5m] [--window-delay 0s] [--status-every 1s] [--log-level info]
        slave version
 `
@@ -75,11 +76,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	credsFile := fs.String("credentials", os.Getenv(natsnet.CredentialsEnv), "`FILE` of NATS identities, one user:password a line: the slave claims a free one and takes its user as name (env "+natsnet.CredentialsEnv+")")
 	serve := fs.Bool("serve", false, "after a run, wait for the next master instead of exiting")
 	threads := fs.Int("threads", 0, "BLAS threads; 0: one per CPU")
-	join := fs.Duration("join-timeout", config.DefaultJoinTimeout, "how long to wait for a master to answer and assign an RBM")
+	join := fs.Duration("join-timeout", protocol.DefaultJoinTimeout, "how long to wait for a master to answer and assign an RBM")
 	gone := fs.Duration("master-gone-after", natsnet.DefaultMasterGoneAfter, "exit with status 3 once the master has been unreachable this long: no connection to NATS, or no master listening to the slave's reports (with --serve: wait for the next master instead); 0: never")
 	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	delay := fs.Duration("window-delay", 0, "sleep this long after every window, to emulate a slower machine")
-	statusEvery := fs.Duration("status-every", protocol.DefaultTiming(config.DefaultJoinTimeout, 0).StatusEvery, "how often to report status (the master's heartbeat)")
+	statusEvery := fs.Duration("status-every", protocol.Timing{}.WithDefaults().StatusEvery, "how often to report status (the master's heartbeat)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printHelp(stdout, fs)

@@ -6,8 +6,10 @@ import (
 	"flag"
 	"io"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A bad command line is a usage error and starts no slave; -h is help.
@@ -54,5 +56,62 @@ func TestSanitize(t *testing.T) {
 		if got := sanitize(c.in); got != c.want {
 			t.Errorf("sanitize(%q) = %q; want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// TestUsageDefaults checks that the values the synopsis shows (Usage's
+// [--flag value], value not a placeholder in capitals) are the flags'
+// defaults, as -h prints them: the defaults live in protocol and natsnet,
+// and the synopsis must follow them.
+func TestUsageDefaults(t *testing.T) {
+	t.Parallel()
+	var help strings.Builder
+	if err := Main(context.Background(), []string{"-h"}, &help, io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("Main(-h) = %v; want flag.ErrHelp", err)
+	}
+	// PrintDefaults writes "  -name type" and then the usage, which ends
+	// with "(default value)" unless the default is the zero value.
+	defaults := map[string]string{}
+	var name string
+	for _, line := range strings.Split(help.String(), "\n") {
+		if m := regexp.MustCompile(`^  -([a-z-]+)`).FindStringSubmatch(line); m != nil {
+			name, defaults[m[1]] = m[1], ""
+		}
+		if m := regexp.MustCompile(`\(default (.*)\)$`).FindStringSubmatch(line); m != nil && name != "" {
+			defaults[name] = strings.Trim(m[1], `"`)
+		}
+	}
+	shown := regexp.MustCompile(`\[--([a-z-]+) ([^\]]+)\]`).FindAllStringSubmatch(Usage, -1)
+	checked := 0
+	for _, m := range shown {
+		flagName, value := m[1], m[2]
+		if strings.ToUpper(value) == value {
+			continue // a placeholder: URL, NAME, FILE, N
+		}
+		def, ok := defaults[flagName]
+		if !ok {
+			t.Errorf("Usage shows --%s, which -h does not list", flagName)
+			continue
+		}
+		checked++
+		if got, err := time.ParseDuration(value); err == nil {
+			want := time.Duration(0)
+			if def != "" {
+				if want, err = time.ParseDuration(def); err != nil {
+					t.Errorf("--%s: default %q is not a duration", flagName, def)
+					continue
+				}
+			}
+			if got != want {
+				t.Errorf("Usage shows --%s %s; the flag's default is %s", flagName, value, want)
+			}
+			continue
+		}
+		if value != def {
+			t.Errorf("Usage shows --%s %s; the flag's default is %q", flagName, value, def)
+		}
+	}
+	if checked < 4 {
+		t.Errorf("checked %d defaults of Usage; want the 5 it shows", checked)
 	}
 }
