@@ -56,7 +56,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	if err != nil {
 		return nil, err
 	}
-	lay, err := planLocal(cfg, opt, stageCfgs, train.N)
+	lay, err := layOutLocalSlaves(cfg, opt, stageCfgs, train.N)
 	if err != nil {
 		return nil, err
 	}
@@ -126,9 +126,9 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	return t, nil
 }
 
-// planLocal lays out the local slaves of a run with cluster.slaves 0 and
+// layOutLocalSlaves lays out the local slaves of a run with cluster.slaves 0 and
 // says the plan; nil for slaves started by hand.
-func planLocal(cfg *config.Config, opt Options, stageCfgs []pipeline.StageConfig, rows int) (*layout, error) {
+func layOutLocalSlaves(cfg *config.Config, opt Options, stageCfgs []pipeline.StageConfig, rows int) (*layout, error) {
 	if cfg.Cluster.Slaves != 0 {
 		return nil, nil
 	}
