@@ -1,7 +1,6 @@
 package experiments
 
 import (
-	"bytes"
 	"encoding/csv"
 	"fmt"
 	"os"
@@ -10,8 +9,6 @@ import (
 	"strconv"
 
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // SpeedupFigure draws the README's figure from the sweep.csv of sweeps
@@ -20,7 +17,8 @@ import (
 // machine, against the machines, beside greedy (which trains one RBM at a
 // time, so more machines leave it where it is) and the ideal. Each sweep is
 // one line, named by its sweep config (experiments/<folder>.yaml). The
-// figure is an SVG.
+// figure is a PNG, drawn with the plot's own fonts so that it looks the
+// same wherever it is shown.
 func SpeedupFigure(dirs []string) ([]byte, error) {
 	p := newPlot("Pre-training speed-up over greedy on one machine", "machines", "speed-up", false)
 	p.X.Tick.Marker = integerTicks{}
@@ -45,13 +43,7 @@ func SpeedupFigure(dirs []string) ([]byte, error) {
 	p.Y.Tick.Marker = integerTicks{}
 	p.Y.Min, p.Y.Max = 0, most
 	padX(p)
-	c := vgsvg.New(6*vg.Inch, 4*vg.Inch)
-	p.Draw(draw.New(c))
-	var buf bytes.Buffer
-	if _, err := c.WriteTo(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return renderPNG(p, 6*vg.Inch, 4*vg.Inch)
 }
 
 // sweepSpeedups reads a sweep.csv: the machines of each finished pipelined

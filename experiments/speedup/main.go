@@ -1,7 +1,7 @@
-// Command speedup draws the README's figure, docs/speedup.svg, from
+// Command speedup draws the README's figure, docs/speedup.png, from
 // committed sweep results:
 //
-//	go run ./experiments/speedup -out docs/speedup.svg experiments/results/machines experiments/results/machines8
+//	go run ./experiments/speedup -out docs/speedup.png experiments/results/machines experiments/results/machines8
 //
 // Each argument is a sweep's folder (its sweep.csv) that varies
 // cluster.local_slaves against a greedy run on one machine.
@@ -17,15 +17,15 @@ import (
 )
 
 func main() {
-	out := flag.String("out", "docs/speedup.svg", "the SVG `FILE` to write")
+	out := flag.String("out", "docs/speedup.png", "the PNG `FILE` to write")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: speedup [-out FILE] SWEEP_DIR...")
 		os.Exit(2)
 	}
-	svg, err := experiments.SpeedupFigure(flag.Args())
+	png, err := experiments.SpeedupFigure(flag.Args())
 	if err == nil {
-		err = atomicfile.WriteFile(*out, svg)
+		err = atomicfile.WriteFile(*out, png)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "speedup:", err)
