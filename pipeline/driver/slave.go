@@ -175,3 +175,18 @@ func runSeat(ctx context.Context, name string, join time.Duration, log hclog.Log
 		}
 	}
 }
+
+// SlaveTiming is the timing of a slave process: protocol.DefaultTiming's,
+// with join, and status and finish where they are set (0: the default's).
+// Declaring slaves lost is the master's concern, not the slave's.
+func SlaveTiming(join, status, finish time.Duration) protocol.Timing {
+	t := protocol.DefaultTiming(join, 0)
+	t.LostAfter = time.Hour
+	if status > 0 {
+		t.StatusEvery = status
+	}
+	if finish > 0 {
+		t.FinishTimeout = finish
+	}
+	return t
+}

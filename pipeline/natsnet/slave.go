@@ -232,14 +232,7 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 
 // slaveConfig is the protocol slave's configuration.
 func (o *SlaveOptions) slaveConfig(ep *endpoint) protocol.SlaveConfig {
-	timing := protocol.DefaultTiming(o.JoinTimeout, 0)
-	timing.LostAfter = time.Hour // the master's concern, not the slave's
-	if o.StatusEvery > 0 {
-		timing.StatusEvery = o.StatusEvery
-	}
-	if o.FinishTimeout > 0 {
-		timing.FinishTimeout = o.FinishTimeout
-	}
+	timing := driver.SlaveTiming(o.JoinTimeout, o.StatusEvery, o.FinishTimeout)
 	host, _ := os.Hostname()
 	return protocol.SlaveConfig{
 		Name: o.Name, Host: host, CPUs: o.Threads, PID: os.Getpid(), Process: rand.Uint64() | 1,
