@@ -95,6 +95,25 @@ func NewMaster(cfg protocol.MasterConfig, c Config) (*Node, error) {
 	return n, nil
 }
 
+// Script makes the node carry out what ready returns instead of its
+// machine's Ready; nil gives the machine back. The contract's scripts
+// (pipeline/driver/drivertest) emit one field of protocol.Output at a time
+// with it, over a transport's nodes.
+func (n *Node) Script(ready func() protocol.Output) {
+	switch {
+	case ready != nil:
+		n.ready = ready
+	case n.master != nil:
+		n.ready = n.master.Ready
+	default:
+		n.ready = n.slave.Ready
+	}
+}
+
+// Busy reports whether the node trains a window or has store operations
+// waiting or under way.
+func (n *Node) Busy() bool { return n.training || (n.store != nil && !n.store.idle()) }
+
 // NewSlave returns a node running a slave of cfg.
 func NewSlave(cfg protocol.SlaveConfig, c Config) (*Node, error) {
 	n := newNode(cfg.Name, cfg.Timing, c)

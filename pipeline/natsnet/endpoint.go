@@ -38,11 +38,7 @@ type endpoint struct {
 	// until one came (and on the master).
 	shape messages.Shape
 
-	// warned is when a rejection was last logged as a warning, and
-	// unwarned the rejections since; under warnMu.
-	warnMu   sync.Mutex
-	warned   time.Time
-	unwarned int
+	rejects driver.RejectLog // what the subscriptions dropped, logged
 
 	window driver.Counters // bytes of windows in and out
 	queued atomic.Int64    // bytes in the inbox
@@ -171,25 +167,9 @@ func (ep *endpoint) assigned(re *messages.Reassembler, a *messages.Assign) {
 	re.SetLimits(controls.limits(shape))
 }
 
-// rejectWarnEvery is how often a stream of rejections is logged as a
-// warning: the first at once, the rest as a count.
-const rejectWarnEvery = 10 * time.Second
-
-// reject hands the loop a rejection and logs it: each at debug level, and
-// at most one every rejectWarnEvery as a warning, with the count since the
-// last, so that a flood of bad input is seen without flooding the log.
+// reject hands the loop a rejection and logs it (driver.RejectLog).
 func (ep *endpoint) reject(f family, subject string, reason messages.RejectReason, err error) {
-	ep.log.Debug("dropped unreadable input", "subject", subject, "reason", reason, "error", err)
-	ep.warnMu.Lock()
-	ep.unwarned++
-	n, warn := ep.unwarned, time.Since(ep.warned) >= rejectWarnEvery
-	if warn {
-		ep.warned, ep.unwarned = time.Now(), 0
-	}
-	ep.warnMu.Unlock()
-	if warn {
-		ep.log.Warn("dropped unreadable input", "subject", subject, "reason", reason, "error", err, "dropped_since_last_warning", n)
-	}
+	ep.rejects.Log(ep.log, subject, reason, err)
 	ep.deliver(driver.Delivery{Rejected: true, Reason: reason, Link: f.name == windows.name})
 }
 

@@ -7,18 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
-
-	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
-
-// DefaultMasterGoneAfter is how long a slave goes on without its master
-// (SlaveOptions.MasterGoneAfter): long enough for a NATS server to restart,
-// or for a master killed in the middle of a run to be started again on the
-// same output folder and resume it, and short enough that slaves whose
-// master will never come back do not hold their machines for ever.
-const DefaultMasterGoneAfter = 5 * time.Minute
 
 // probeGrace is how long a status report may wait for the server's
 // no-responders answer before the slave takes it as heard: the answer comes
@@ -33,6 +23,7 @@ const probeGrace = 2 * time.Second
 // unanswered says that the master is there and one answered says it is not,
 // whether it was killed or its run is over.
 type probes struct {
+	nc    *nats.Conn
 	inbox string // the reply subjects' prefix
 	sub   *nats.Subscription
 
@@ -48,7 +39,7 @@ type probes struct {
 
 // newProbes subscribes to the no-responders answers of nc's probes.
 func newProbes(nc *nats.Conn, now func() time.Duration) (*probes, error) {
-	p := &probes{inbox: nats.NewInbox(), sent: map[uint64]time.Duration{}, heard: -1, nobody: -1, now: now}
+	p := &probes{nc: nc, inbox: nats.NewInbox(), sent: map[uint64]time.Duration{}, heard: -1, nobody: -1, now: now}
 	sub, err := nc.Subscribe(p.inbox+".*", p.answered)
 	if err != nil {
 		return nil, fmt.Errorf("status probes: %w", err)
@@ -99,10 +90,15 @@ func (p *probes) answered(msg *nats.Msg) {
 	}
 }
 
-// absent judges the probes older than probeGrace, and reports whether the
+// Connected reports whether the slave is connected to a NATS server
+// (driver.Presence).
+func (p *probes) Connected() bool { return p.nc.IsConnected() }
+
+// Absent judges the probes older than probeGrace, and reports whether the
 // newest judged says that nobody listens, and since when; known is false
-// while no probe has been judged since the slave (re)connected.
-func (p *probes) absent(now time.Duration) (absent, known bool, since time.Duration) {
+// while no probe has been judged since the slave (re)connected
+// (driver.Presence).
+func (p *probes) Absent(now time.Duration) (absent, known bool, since time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for id, at := range p.sent {
@@ -114,10 +110,10 @@ func (p *probes) absent(now time.Duration) (absent, known bool, since time.Durat
 	return p.nobody > p.heard, p.nobody >= 0 || p.heard >= 0, p.nobodySince
 }
 
-// forget drops the probes, answered or not, while the connection is down:
+// Forget drops the probes, answered or not, while the connection is down:
 // the answers to those unanswered will never come, and on another
-// connection the master may have come or gone.
-func (p *probes) forget() {
+// connection the master may have come or gone (driver.Presence).
+func (p *probes) Forget() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	clear(p.sent)
@@ -125,56 +121,3 @@ func (p *probes) forget() {
 }
 
 func (p *probes) close() { p.sub.Unsubscribe() }
-
-// masterWatch tells when a slave's master is gone: when the slave has had
-// no connection to the NATS server, or nothing listened to its status
-// reports, for longer than after.
-type masterWatch struct {
-	nc     *nats.Conn
-	probes *probes // nil: the slave's reports are not probed
-	after  time.Duration
-	// since is when the master was first missed; -1 while it is there.
-	since time.Duration
-	what  string
-	log   hclog.Logger
-}
-
-func newMasterWatch(nc *nats.Conn, p *probes, after time.Duration, log hclog.Logger) *masterWatch {
-	return &masterWatch{nc: nc, probes: p, after: after, since: -1, log: log}
-}
-
-// gone runs the watch at time now: it returns an error wrapping
-// protocol.ErrMasterGone once the master has been missed for longer than after.
-func (w *masterWatch) gone(now time.Duration, url string) error {
-	missed, since, what := false, now, ""
-	if !w.nc.IsConnected() {
-		missed, what = true, "no connection to NATS at "+url
-		if w.probes != nil {
-			w.probes.forget()
-		}
-	} else if w.probes != nil {
-		absent, known, at := w.probes.absent(now)
-		if !known && w.since >= 0 {
-			missed, what = true, w.what // reconnected: missed until a report tells
-		}
-		if absent {
-			missed, since, what = true, at, "connected to NATS at "+url+", but no master listens to the slave's reports"
-		}
-	}
-	switch {
-	case !missed && w.since >= 0:
-		w.log.Info("the master is back", "missed_for", (now - w.since).Round(time.Second))
-		w.since = -1
-		return nil
-	case !missed:
-		return nil
-	case w.since < 0:
-		w.since = since
-		w.log.Warn("the master is missing; the slave leaves unless it comes back", "why", what, "within", w.after)
-	}
-	w.what = what
-	if now-w.since < w.after {
-		return nil
-	}
-	return fmt.Errorf("%w: %s for %s (--master-gone-after %s)", protocol.ErrMasterGone, w.what, (now - w.since).Round(time.Second), w.after)
-}

@@ -41,7 +41,7 @@ type SlaveOptions struct {
 	// master: with no connection to the NATS server, or connected while
 	// nothing listens to its status reports (the master was killed, or its
 	// run is over). Then it stops as on a signal and ends with an error
-	// wrapping protocol.ErrMasterGone. Default DefaultMasterGoneAfter; negative:
+	// wrapping protocol.ErrMasterGone. Default driver.DefaultMasterGoneAfter; negative:
 	// never.
 	MasterGoneAfter time.Duration
 	// Logger receives the slave's log lines; nil discards them.
@@ -82,7 +82,7 @@ func (o *SlaveOptions) defaults() {
 		o.JoinTimeout = protocol.DefaultJoinTimeout
 	}
 	if o.MasterGoneAfter == 0 {
-		o.MasterGoneAfter = DefaultMasterGoneAfter
+		o.MasterGoneAfter = driver.DefaultMasterGoneAfter
 	}
 	if o.Threads <= 0 {
 		o.Threads = runtime.NumCPU()
@@ -93,25 +93,6 @@ func (o *SlaveOptions) defaults() {
 	if o.MemoryLimit == nil {
 		o.MemoryLimit = memlimit.Here
 	}
-}
-
-// fits refuses an assignment of RBM c, in flow f, whose estimated memory
-// (the master's estimate of a slave process over NATS) exceeds what the
-// slave may use: in one line, before training, rather than being killed
-// when the machine runs out.
-func (o *SlaveOptions) fits(c pipeline.StageConfig, f pipeline.Flow) error {
-	lim, ok := o.MemoryLimit()
-	if !ok {
-		return nil
-	}
-	f.Wire = true
-	need := c.SlaveMemory(f)
-	total := need.Total() + memlimit.ProcessOverhead
-	if total <= lim.Bytes {
-		return nil
-	}
-	return fmt.Errorf("cannot hold RBM_%d (%dx%d): it needs about %s, the most for %s, and %s; give the slave a larger machine, or lower pretrain.k_batches or cluster.credits",
-		c.Index, c.Visible, c.Hidden, memlimit.BytesText(total), need.Largest().What, lim.Text())
 }
 
 // Connect connects to the NATS server at url, with a clear error when it
@@ -182,7 +163,7 @@ func runSlave(ctx context.Context, opt *SlaveOptions) error {
 	if len(opt.Credentials) > 0 {
 		nc, err = opt.claim(natsOpts)
 	} else if err = protocol.CheckName(opt.Name); err != nil {
-		return fatalError{fmt.Errorf("slave %w", err)}
+		return driver.Fatal(fmt.Errorf("slave %w", err))
 	} else {
 		nc, err = Connect(opt.URL, "pipedbn-slave-"+opt.Name, natsOpts...)
 	}
@@ -224,10 +205,10 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 		}
 		defer p.close()
 		ep.probes = p
-		watch := newMasterWatch(nc, p, opt.MasterGoneAfter, opt.Logger)
+		watch := driver.NewMasterWatch(p, "NATS at "+opt.URL, opt.MasterGoneAfter, opt.Logger)
 		loop.Check = func(now time.Duration) error {
 			if gone == nil {
-				if gone = watch.gone(now, opt.URL); gone != nil {
+				if gone = watch.Gone(now); gone != nil {
 					opt.Logger.Error("the master is gone; leaving", "error", gone)
 					return gone
 				}
@@ -237,7 +218,7 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 	}
 	node, err := driver.NewSlave(opt.slaveConfig(ep), driver.Config{Transport: ep, Peers: opt.Peers, Counters: &ep.window, Logger: opt.Logger})
 	if err != nil {
-		return fatalError{err}
+		return driver.Fatal(err)
 	}
 	err = node.Run(ctx, loop)
 	if nc.IsConnected() { // else nothing waits to go out: the server is gone
@@ -251,18 +232,11 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 
 // slaveConfig is the protocol slave's configuration.
 func (o *SlaveOptions) slaveConfig(ep *endpoint) protocol.SlaveConfig {
-	timing := protocol.DefaultTiming(o.JoinTimeout, 0)
-	timing.LostAfter = time.Hour // the master's concern, not the slave's
-	if o.StatusEvery > 0 {
-		timing.StatusEvery = o.StatusEvery
-	}
-	if o.FinishTimeout > 0 {
-		timing.FinishTimeout = o.FinishTimeout
-	}
+	timing := driver.SlaveTiming(o.JoinTimeout, o.StatusEvery, o.FinishTimeout)
 	host, _ := os.Hostname()
 	return protocol.SlaveConfig{
 		Name: o.Name, Host: host, CPUs: o.Threads, PID: os.Getpid(), Process: rand.Uint64() | 1,
-		Timing: timing, Bytes: ep.window.Bytes, Logger: o.Logger, Fits: o.fits,
+		Timing: timing, Bytes: ep.window.Bytes, Logger: o.Logger, Fits: func(c pipeline.StageConfig, f pipeline.Flow) error { return driver.Fits(o.MemoryLimit, c, f) },
 	}
 }
 
@@ -278,12 +252,12 @@ func (o *SlaveOptions) claim(natsOpts []nats.Option) (*nats.Conn, error) {
 			}
 		}
 		if len(creds) == 0 {
-			return nil, fatalError{fmt.Errorf("slave name %q is no user of its credentials: a secured NATS server lets a slave publish only on subjects named after its user", o.Name)}
+			return nil, driver.Fatal(fmt.Errorf("slave name %q is no user of its credentials: a secured NATS server lets a slave publish only on subjects named after its user", o.Name))
 		}
 	}
 	for _, c := range creds {
 		if err := protocol.CheckName(c.User); err != nil {
-			return nil, fatalError{fmt.Errorf("credentials: user %w", err)}
+			return nil, driver.Fatal(fmt.Errorf("credentials: user %w", err))
 		}
 	}
 	nc, c, err := claimIdentity(o.URL, "pipedbn-slave-", creds, natsOpts)
@@ -297,68 +271,24 @@ func (o *SlaveOptions) claim(natsOpts []nats.Option) (*nats.Conn, error) {
 	return nc, nil
 }
 
-// fatalError marks a slave error that retrying cannot fix.
-type fatalError struct{ error }
-
-func (e fatalError) Unwrap() error { return e.error }
-
-// ServeSlave runs runSlave again and again, so that one long-lived slave
-// (a compose service, a slave on another host) trains an RBM for every
-// master that comes. It returns when ctx is cancelled or on an error that
-// retrying cannot fix: refused credentials, a name that fits no identity.
-// A master gone for good (protocol.ErrMasterGone) ends a run, not the slave: it
-// waits for the next master, and says every serveSayEvery that it still
-// does.
+// ServeSlave runs slaves one after another (driver.Serve), so that one
+// long-lived slave (a compose service, a slave on another host) trains an
+// RBM for every master that comes. It returns when ctx is cancelled or on
+// an error that retrying cannot fix: refused credentials, a name that fits
+// no identity. A master gone for good ends a run, not the slave.
 func ServeSlave(ctx context.Context, opt SlaveOptions) error {
 	opt.defaults()
-	log := opt.Logger
 	if len(opt.Credentials) == 0 {
 		if err := protocol.CheckName(opt.Name); err != nil {
 			return fmt.Errorf("slave %w", err)
 		}
 	}
-	var waiting, said time.Time // since when no master came, and when the slave last said so
-	for {
+	return driver.Serve(ctx, driver.Serving{Run: func(ctx context.Context) error {
 		o := opt // a claim names o after its identity, anew every time
 		err := runSlave(ctx, &o)
-		var fatal fatalError
-		switch {
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case errors.As(err, &fatal), errors.Is(err, nats.ErrAuthorization):
-			return err
-		case err == nil:
-			log.Info("run done; waiting for the next master")
-			waiting, said = time.Time{}, time.Time{}
-			continue
-		case errors.Is(err, protocol.ErrMasterGone):
-			log.Warn("the master is gone; waiting for the next master", "error", err)
-			waiting, said = time.Now(), time.Now()
-		case errors.Is(err, protocol.ErrNoMaster), unreachable(err):
-			// Said once a while, not at every try: a slave may wait
-			// for days, and NATS refuses it at once every second.
-			now := time.Now()
-			if waiting.IsZero() {
-				waiting = now
-			}
-			if said.IsZero() || now.Sub(said) >= serveSayEvery {
-				log.Info("no master yet; still waiting", "nats", opt.URL, "waiting", now.Sub(waiting).Round(time.Second), "error", err)
-				said = now
-			}
-		case errors.Is(err, protocol.ErrClusterFull):
-			// A spare: it stands by, and takes over a lost slave's RBM.
-			log.Debug("standing by: the master has all the slaves it needs")
-		default:
-			log.Warn("not trained this time; retrying", "error", err)
+		if errors.Is(err, nats.ErrAuthorization) {
+			err = driver.Fatal(err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
+		return err
+	}, Unreachable: unreachable, Where: opt.URL, Logger: opt.Logger})
 }
-
-// serveSayEvery is how often a serving slave with no master says that it
-// still waits.
-const serveSayEvery = time.Minute

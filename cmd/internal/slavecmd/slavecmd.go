@@ -18,6 +18,7 @@ import (
 	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/cmd/internal/version"
 	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
@@ -77,7 +78,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	serve := fs.Bool("serve", false, "after a run, wait for the next master instead of exiting")
 	threads := fs.Int("threads", 0, "BLAS threads; 0: one per CPU")
 	join := fs.Duration("join-timeout", protocol.DefaultJoinTimeout, "how long to wait for a master to answer and assign an RBM")
-	gone := fs.Duration("master-gone-after", natsnet.DefaultMasterGoneAfter, "exit with status 3 once the master has been unreachable this long: no connection to NATS, or no master listening to the slave's reports (with --serve: wait for the next master instead); 0: never")
+	gone := fs.Duration("master-gone-after", driver.DefaultMasterGoneAfter, "exit with status 3 once the master has been unreachable this long: no connection to NATS, or no master listening to the slave's reports (with --serve: wait for the next master instead); 0: never")
 	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	delay := fs.Duration("window-delay", 0, "sleep this long after every window, to emulate a slower machine")
 	statusEvery := fs.Duration("status-every", protocol.Timing{}.WithDefaults().StatusEvery, "how often to report status (the master's heartbeat)")
