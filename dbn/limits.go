@@ -18,6 +18,7 @@ import (
 	"github.com/pipedbn/pipedbn/data"
 	"github.com/pipedbn/pipedbn/finetune"
 	"github.com/pipedbn/pipedbn/internal/memlimit"
+	"github.com/pipedbn/pipedbn/internal/sat"
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
@@ -138,7 +139,7 @@ func checkSlaves(cfg *config.Config) error {
 func groupSlaves(groups []config.StageGroup) int {
 	var n int64
 	for _, g := range groups {
-		n = satAdd(n, satMul(int64(g.Last-g.First+1), int64(g.Replicas)))
+		n = sat.Add(n, sat.Mul(int64(g.Last-g.First+1), int64(g.Replicas)))
 	}
 	return int(min(n, math.MaxInt))
 }
@@ -186,7 +187,7 @@ func (e runEstimate) total() int64 {
 	t := e.master.Total()
 	if e.local {
 		for i, s := range e.slaves {
-			t = satAdd(t, satMul(s.Total(), int64(e.copies(i))))
+			t = sat.Add(t, sat.Mul(s.Total(), int64(e.copies(i))))
 		}
 	}
 	return t
@@ -211,13 +212,6 @@ func (e runEstimate) largest() pipeline.MemoryPart {
 		}
 	}
 	return l
-}
-
-func satAdd(a, b int64) int64 {
-	if s := a + b; s >= a {
-		return s
-	}
-	return math.MaxInt64
 }
 
 // dataSizes returns the examples of cfg's data, and the most classes its
@@ -306,7 +300,7 @@ func estimateRun(cfg *config.Config, replicas []int) runEstimate {
 	if cfg.Pretrain.Probe.Rows > 0 {
 		var snaps int64
 		for _, s := range stages {
-			snaps = satAdd(snaps, pipeline.Float32Bytes(probePoints, s.Visible*s.Hidden+s.Visible+s.Hidden))
+			snaps = sat.Add(snaps, pipeline.Float32Bytes(probePoints, s.Visible*s.Hidden+s.Visible+s.Hidden))
 		}
 		// Kept through pre-training and measured after it.
 		pretraining.Add("the probe's snapshots (pretrain.probe)", snaps)
@@ -326,7 +320,7 @@ func afterPretraining(cfg *config.Config, stages []pipeline.StageConfig, nTrain,
 	var m pipeline.Memory
 	var rbms int64
 	for _, s := range stages {
-		rbms = satAdd(rbms, pipeline.Float32Bytes(s.Visible*s.Hidden+s.Visible+s.Hidden))
+		rbms = sat.Add(rbms, pipeline.Float32Bytes(s.Visible*s.Hidden+s.Visible+s.Hidden))
 	}
 	m.Add("the trained RBMs", rbms)
 
@@ -357,7 +351,7 @@ func afterPretraining(cfg *config.Config, stages []pipeline.StageConfig, nTrain,
 		if f.AverageLast > 0 {
 			copies += 3 // the float64 sum of the last epochs, and their mean
 		}
-		ft.Add("fine-tuning (the network, its momentum and best epoch)", satMul(copies, net))
+		ft.Add("fine-tuning (the network, its momentum and best epoch)", sat.Mul(copies, net))
 		widths := classes
 		for _, h := range sizes[1:] {
 			widths += h
@@ -365,8 +359,8 @@ func afterPretraining(cfg *config.Config, stages []pipeline.StageConfig, nTrain,
 		// A training mini-batch (its input, with input dropout's noise,
 		// activations and deltas), two evaluators' batches of activations,
 		// the shuffled order.
-		buf := satAdd(pipeline.Float32Bytes(f.BatchSize, 2*sizes[0]+2*widths), pipeline.Float32Bytes(2*finetune.EvalBatch, widths))
-		ft.Add("fine-tuning's buffers", satAdd(buf, pipeline.Float32Bytes(2, nTrain)))
+		buf := sat.Add(pipeline.Float32Bytes(f.BatchSize, 2*sizes[0]+2*widths), pipeline.Float32Bytes(2*finetune.EvalBatch, widths))
+		ft.Add("fine-tuning's buffers", sat.Add(buf, pipeline.Float32Bytes(2, nTrain)))
 		ftSave.Add("the fine-tuned network", net)
 		ftSave.Add("writing weights.npz after fine-tuning", npzWriting(stages, &net))
 	}
@@ -379,10 +373,10 @@ func afterPretraining(cfg *config.Config, stages []pipeline.StageConfig, nTrain,
 func finetuneParams(sizes []int, classes int) int64 {
 	var b int64
 	for i := 1; i < len(sizes); i++ {
-		b = satAdd(b, pipeline.Float32Bytes(sizes[i-1]*sizes[i]+sizes[i]))
+		b = sat.Add(b, pipeline.Float32Bytes(sizes[i-1]*sizes[i]+sizes[i]))
 	}
 	top := sizes[len(sizes)-1]
-	return satAdd(b, pipeline.Float32Bytes(top*classes+classes))
+	return sat.Add(b, pipeline.Float32Bytes(top*classes+classes))
 }
 
 // npzWriting is what writeWeights holds while it writes the RBMs' arrays
@@ -394,19 +388,12 @@ func npzWriting(stages []pipeline.StageConfig, finetuned *int64) int64 {
 	var arrays, largest int64
 	for _, s := range stages {
 		a := pipeline.Float32Bytes(s.Visible*s.Hidden + s.Visible + s.Hidden)
-		arrays, largest = satAdd(arrays, a), max(largest, a)
+		arrays, largest = sat.Add(arrays, a), max(largest, a)
 	}
 	if finetuned != nil {
-		arrays = satAdd(arrays, *finetuned)
+		arrays = sat.Add(arrays, *finetuned)
 	}
-	return satAdd(satMul(3, arrays), satMul(2, largest))
-}
-
-func satMul(a, b int64) int64 {
-	if a != 0 && b > math.MaxInt64/a {
-		return math.MaxInt64
-	}
-	return a * b
+	return sat.Add(sat.Mul(3, arrays), sat.Mul(2, largest))
 }
 
 // check refuses the run if it needs more than lim (known: ok).
@@ -480,12 +467,12 @@ func checkMessages(cfg *config.Config, replicas []int) error {
 	for _, s := range StageConfigs(cfg) {
 		size := fmt.Sprintf("RBM_%d (%dx%d)", s.Index, s.Visible, s.Hidden)
 		params := pipeline.Float32Bytes(s.Visible*s.Hidden + s.Visible + s.Hidden)
-		w := satAdd(params, head)
+		w := sat.Add(params, head)
 		if w > limit {
 			return fmt.Errorf("config %s: dbn.layers = %v: the trained weights of %s make a message of %s, more than the %s one may carry %s; use narrower layers, or pretrain.mode: greedy",
 				cfg.File, layersText(cfg.DBN.Layers), size, memlimit.BytesText(w), memlimit.BytesText(limit), over)
 		}
-		if c := satAdd(satMul(2, params), head); ck && c > limit {
+		if c := sat.Add(sat.Mul(2, params), head); ck && c > limit {
 			return fmt.Errorf("config %s: dbn.layers = %v: a checkpoint of %s (W_%d, biases and momentum) makes a message of %s, more than the %s one may carry %s; set reliability.checkpoint_every: 0 (no checkpoints, no recovery), or use narrower layers",
 				cfg.File, layersText(cfg.DBN.Layers), size, s.Index, memlimit.BytesText(c), memlimit.BytesText(limit), over)
 		} else if ck {
@@ -495,11 +482,11 @@ func checkMessages(cfg *config.Config, replicas []int) error {
 		if s.Index <= len(replicas) {
 			copies = max(replicas[s.Index-1], 1)
 		}
-		atOnce = satAdd(atOnce, satMul(int64(copies), messages.PendingBytes(w, messages.DefaultMaxPart)))
+		atOnce = sat.Add(atOnce, sat.Mul(int64(copies), messages.PendingBytes(w, messages.DefaultMaxPart)))
 		if cfg.Cluster.Transport == config.Memory {
 			continue // windows are handed over as they are
 		}
-		if w := satAdd(pipeline.WindowBytes(pipeline.WindowRows(s.K, s.BatchSize, nTrain), s.Visible, true), head); w > limit {
+		if w := sat.Add(pipeline.WindowBytes(pipeline.WindowRows(s.K, s.BatchSize, nTrain), s.Visible, true), head); w > limit {
 			window := fmt.Sprintf("%d mini-batches of %d rows", s.K, s.BatchSize)
 			if int64(s.K)*int64(s.BatchSize) > int64(nTrain) {
 				window = fmt.Sprintf("the epoch's %d rows (fewer than %s)", nTrain, window)

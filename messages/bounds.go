@@ -1,9 +1,6 @@
 package messages
 
-import (
-	"math"
-	"math/bits"
-)
+import "github.com/pipedbn/pipedbn/internal/sat"
 
 // This file bounds what a receiver accepts: a fragment header may claim
 // any length up to 4 GiB, and a Reassembler allocates the whole claim at
@@ -39,22 +36,22 @@ type Shape struct {
 // the rest. It saturates at math.MaxInt64 instead of overflowing.
 func MaxSize(k Kind, s Shape) int64 {
 	v, h := nonNeg(s.Visible), nonNeg(s.Hidden)
-	params := satAdd(satMul(v, h), v+h)
-	perEpoch := satMul(8, nonNeg(s.Epochs))
+	params := sat.Add(sat.Mul(v, h), v+h)
+	perEpoch := sat.Mul(8, nonNeg(s.Epochs))
 	switch k {
 	case KindChunk:
 		// The rows of data and the bias, both Visible wide, and at most one
 		// mini-batch length per row.
 		rows := nonNeg(s.WindowRows)
-		return satAdd(MaxSmall, satAdd(satMul(4, satMul(satAdd(rows, 1), v)), satMul(8, rows)))
+		return sat.Add(MaxSmall, sat.Add(sat.Mul(4, sat.Mul(sat.Add(rows, 1), v)), sat.Mul(8, rows)))
 	case KindWeights:
-		return satAdd(MaxSmall, satAdd(satMul(4, params), perEpoch))
+		return sat.Add(MaxSmall, sat.Add(sat.Mul(4, params), perEpoch))
 	case KindParams:
-		return satAdd(MaxSmall, satMul(4, params))
+		return sat.Add(MaxSmall, sat.Mul(4, params))
 	case KindCheckpoint:
-		return satAdd(MaxSmall, satAdd(satMul(8, params), perEpoch))
+		return sat.Add(MaxSmall, sat.Add(sat.Mul(8, params), perEpoch))
 	case KindStatus:
-		return satAdd(MaxSmall, perEpoch)
+		return sat.Add(MaxSmall, perEpoch)
 	}
 	return MaxSmall
 }
@@ -81,22 +78,6 @@ func Limits(kinds []Kind, shapes ...Shape) ReassemblerConfig {
 }
 
 func nonNeg(n int) int64 { return int64(max(n, 0)) }
-
-func satAdd(a, b int64) int64 {
-	if s := a + b; s >= a {
-		return s
-	}
-	return math.MaxInt64
-}
-
-// satMul multiplies non-negative a and b, saturating at math.MaxInt64.
-func satMul(a, b int64) int64 {
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	if hi != 0 || lo > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(lo)
-}
 
 // Shape returns the shape of the RBM a assigns: what bounds the messages
 // its slave receives (its windows, its checkpoint, its replicas' average).

@@ -1,5 +1,7 @@
 package pipeline
 
+import "github.com/pipedbn/pipedbn/internal/sat"
+
 // How big the parts of a run may be. The memory estimate (Memory), the
 // checks that refuse a run before its data is loaded (dbn.CheckLimits) and
 // the allocations they guard (Source's windows, the local slaves' layout)
@@ -21,7 +23,7 @@ func WindowRows(k, batchSize, n int) int {
 	if k <= 0 || batchSize <= 0 || n <= 0 {
 		return 0
 	}
-	return int(min(mulSat(int64(k), int64(batchSize)), int64(n)))
+	return int(min(sat.Mul(int64(k), int64(batchSize)), int64(n)))
 }
 
 // WindowBytes returns the bytes of a window of rows rows of width float32
@@ -30,9 +32,9 @@ func WindowRows(k, batchSize, n int) int {
 // estimate, the checks, the planner (package plan) and the simulator
 // (experiments) all size a window by it. It saturates at math.MaxInt64.
 func WindowBytes(rows, width int, bias bool) int64 {
-	values := mulSat(int64(max(rows, 0)), int64(max(width, 0)))
+	values := sat.Mul(int64(max(rows, 0)), int64(max(width, 0)))
 	if bias {
-		values = addSat(values, int64(max(width, 0)))
+		values = sat.Add(values, int64(max(width, 0)))
 	}
 	return vals(values)
 }

@@ -2,11 +2,10 @@ package pipeline
 
 import (
 	"fmt"
-	"math"
-	"math/bits"
 	"sort"
 	"strings"
 
+	"github.com/pipedbn/pipedbn/internal/sat"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
@@ -56,7 +55,7 @@ func (m *Memory) AddMemory(prefix string, o Memory) {
 func (m Memory) Total() int64 {
 	var t int64
 	for _, p := range m.Parts {
-		t = addSat(t, p.Bytes)
+		t = sat.Add(t, p.Bytes)
 	}
 	return t
 }
@@ -104,33 +103,17 @@ func Float32Bytes(counts ...int) int64 {
 		if c <= 0 {
 			return 0
 		}
-		b = mulSat(b, int64(c))
+		b = sat.Mul(b, int64(c))
 	}
 	return b
 }
 
-func addSat(a, b int64) int64 {
-	if s := a + b; s >= a {
-		return s
-	}
-	return math.MaxInt64
-}
-
-// mulSat multiplies non-negative a and b, saturating at math.MaxInt64.
-func mulSat(a, b int64) int64 {
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	if hi != 0 || lo > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(lo)
-}
-
 // vals is the bytes of n float32 values.
-func vals(n int64) int64 { return mulSat(n, 4) }
+func vals(n int64) int64 { return sat.Mul(n, 4) }
 
 // params is the float32 values of RBM_i's W_i, A and B_i.
 func (c StageConfig) params() int64 {
-	return addSat(mulSat(int64(c.Visible), int64(c.Hidden)), int64(c.Visible)+int64(c.Hidden))
+	return sat.Add(sat.Mul(int64(c.Visible), int64(c.Hidden)), int64(c.Visible)+int64(c.Hidden))
 }
 
 // window is the bytes of one window of K mini-batches of width values per
@@ -147,7 +130,7 @@ func (c StageConfig) runWindows(n int) int64 {
 	if n <= 0 || c.BatchSize <= 0 || c.K <= 0 {
 		return 0
 	}
-	return mulSat(int64(max(c.Epochs, 0)), int64(WindowsPerEpoch(n, c.BatchSize, c.K)))
+	return sat.Mul(int64(max(c.Epochs, 0)), int64(WindowsPerEpoch(n, c.BatchSize, c.K)))
 }
 
 // TrainerMemory estimates what Stage i holds to train RBM_i, apart from its
@@ -159,7 +142,7 @@ func (c StageConfig) TrainerMemory() Memory {
 	var m Memory
 	i := c.Index
 	kept, scratch := rbm.TrainerValues(c.Visible, c.Hidden, c.BatchSize)
-	m.Add(fmt.Sprintf("RBM_%d (W_%d and biases, with their momentum and last good copy)", i, i), vals(addSat(c.params(), kept)))
+	m.Add(fmt.Sprintf("RBM_%d (W_%d and biases, with their momentum and last good copy)", i, i), vals(sat.Add(c.params(), kept)))
 	m.Add(fmt.Sprintf("RBM_%d's CD-k buffers of a mini-batch", i), vals(scratch))
 	return m
 }
@@ -213,7 +196,7 @@ func (f Flow) kept(j int, total int64) int64 {
 	if f.CheckpointEvery <= 0 {
 		return min(credits+1, total)
 	}
-	return min(addSat(addSat(credits+1, f.lag(j)), 2*int64(f.CheckpointEvery)), total)
+	return min(sat.Add(sat.Add(credits+1, f.lag(j)), 2*int64(f.CheckpointEvery)), total)
 }
 
 // replicas returns the stage replicas of RBM_i in the master's view.
@@ -233,9 +216,9 @@ func (f Flow) replicas(i int) int64 {
 func (f Flow) averages(i int, r, total int64) int64 {
 	rounds := int64(1)
 	if f.CheckpointEvery > 0 && f.SyncEvery > 0 {
-		rounds = addSat(f.kept(i, total)/int64(f.SyncEvery), 1)
+		rounds = sat.Add(f.kept(i, total)/int64(f.SyncEvery), 1)
 	}
-	return addSat(addSat(r, rounds), 5)
+	return sat.Add(sat.Add(r, rounds), 5)
 }
 
 // credits returns the credits of the link into RBM_i.
@@ -251,7 +234,7 @@ func (f Flow) credits(i int) int64 {
 func (f Flow) lag(i int) int64 {
 	var l int64
 	for k := i + 1; k <= f.RBMs; k++ {
-		l = addSat(l, f.credits(k)+2)
+		l = sat.Add(l, f.credits(k)+2)
 	}
 	return l
 }
@@ -266,7 +249,7 @@ func (f Flow) storedCheckpoints(i int, total int64) int64 {
 	if c <= 0 {
 		return 0
 	}
-	lag := addSat(f.lag(i), c)
+	lag := sat.Add(f.lag(i), c)
 	return min((lag+c-1)/c+1, total/c+1)
 }
 
@@ -287,21 +270,21 @@ func (c StageConfig) SlaveMemory(f Flow) Memory {
 	if f.Wire {
 		in++ // the next window, reassembled from its fragments
 	}
-	in = min(mulSat(in, inLinks), total)
-	m.Add(fmt.Sprintf("windows of %d mini-batches of L_%d (RBM_%d's input, %d credits on each of %d links)", c.K, i-1, i, f.credits(i), inLinks), mulSat(in, c.window(f.Rows, c.Visible)))
+	in = min(sat.Mul(in, inLinks), total)
+	m.Add(fmt.Sprintf("windows of %d mini-batches of L_%d (RBM_%d's input, %d credits on each of %d links)", c.K, i-1, i, f.credits(i), inLinks), sat.Mul(in, c.window(f.Rows, c.Visible)))
 	if i < f.RBMs {
-		out := addSat(min(mulSat(f.kept(i+1, total), outLinks), total), 2)
+		out := sat.Add(min(sat.Mul(f.kept(i+1, total), outLinks), total), 2)
 		if f.Wire {
-			out = addSat(out, 2) // a window's encoding and its fragments
+			out = sat.Add(out, 2) // a window's encoding and its fragments
 		}
-		m.Add(fmt.Sprintf("middle results of RBM_%d (windows kept for RBM_%d to ask for again, on %d links)", i, i+1, outLinks), mulSat(out, c.window(f.Rows, c.Hidden)))
+		m.Add(fmt.Sprintf("middle results of RBM_%d (windows kept for RBM_%d to ask for again, on %d links)", i, i+1, outLinks), sat.Mul(out, c.window(f.Rows, c.Hidden)))
 	}
 	if f.Replicas > 1 {
 		copies := int64(2)
 		if f.Wire {
 			copies = 6 // each with its encoding and fragments
 		}
-		m.Add(fmt.Sprintf("RBM_%d's parameters for its %d replicas' average, and their mean", i, f.Replicas), vals(mulSat(copies, c.params())))
+		m.Add(fmt.Sprintf("RBM_%d's parameters for its %d replicas' average, and their mean", i, f.Replicas), vals(sat.Mul(copies, c.params())))
 	}
 	copies := int64(0)
 	what := ""
@@ -314,7 +297,7 @@ func (c StageConfig) SlaveMemory(f Flow) Memory {
 		copies, what = 2, "the trained W_%d on its way (its encoding and fragments)"
 	}
 	if copies > 0 {
-		m.Add(fmt.Sprintf(what, i), vals(mulSat(copies, c.params())))
+		m.Add(fmt.Sprintf(what, i), vals(sat.Mul(copies, c.params())))
 	}
 	return m
 }
@@ -338,31 +321,31 @@ func MasterMemory(cfgs []StageConfig, f Flow) Memory {
 	}
 	c1 := cfgs[0]
 	total := c1.runWindows(f.Rows)
-	win := addSat(min(f.credits(1), total), 1)
+	win := sat.Add(min(f.credits(1), total), 1)
 	if f.Wire {
-		win = addSat(win, 2)
+		win = sat.Add(win, 2)
 	}
 	// The master keeps none of them: it deals those RBM_1 asks for again
 	// anew (protocol.Producer.Regenerate), within RBM_1's credit like the
 	// new ones.
-	m.Add(fmt.Sprintf("windows of %d mini-batches of data for RBM_1 (dealt anew when asked for again)", c1.K), mulSat(win, c1.window(f.Rows, c1.Visible)))
+	m.Add(fmt.Sprintf("windows of %d mini-batches of data for RBM_1 (dealt anew when asked for again)", c1.K), sat.Mul(win, c1.window(f.Rows, c1.Visible)))
 	for _, c := range cfgs {
 		i, r := c.Index, f.replicas(c.Index)
 		if f.CheckpointEvery > 0 {
 			n := int64(4)
 			if !f.Wire {
-				n = addSat(2, f.storedCheckpoints(i, total))
+				n = sat.Add(2, f.storedCheckpoints(i, total))
 			}
 			what := fmt.Sprintf("RBM_%d's checkpoints (W_%d, biases and momentum)", i, i)
 			if r > 1 {
 				what = fmt.Sprintf("the checkpoints of RBM_%d's %d replicas (W_%d, biases and momentum)", i, r, i)
 			}
-			m.Add(what, vals(mulSat(mulSat(mulSat(2, n), r), c.params())))
+			m.Add(what, vals(sat.Mul(sat.Mul(sat.Mul(2, n), r), c.params())))
 		}
 		if r > 1 {
-			m.Add(fmt.Sprintf("the averages of RBM_%d's %d replicas", i, r), vals(mulSat(f.averages(i, r, total), c.params())))
+			m.Add(fmt.Sprintf("the averages of RBM_%d's %d replicas", i, r), vals(sat.Mul(f.averages(i, r, total), c.params())))
 		}
-		m.Add(fmt.Sprintf("RBM_%d's trained W_%d", i, i), vals(mulSat(3, c.params())))
+		m.Add(fmt.Sprintf("RBM_%d's trained W_%d", i, i), vals(sat.Mul(3, c.params())))
 	}
 	return m
 }
@@ -383,15 +366,15 @@ func GreedyMemory(n int, cfgs []StageConfig) Memory {
 		if k == len(cfgs)-1 {
 			break
 		}
-		h := mulSat(int64(max(n, 0)), int64(c.Hidden))
+		h := sat.Mul(int64(max(n, 0)), int64(c.Hidden))
 		if k > 0 {
-			h = addSat(h, mulSat(int64(max(n, 0)), int64(c.Visible)))
+			h = sat.Add(h, sat.Mul(int64(max(n, 0)), int64(c.Visible)))
 		}
 		if vals(h) > handOver {
 			handOver, handOverAt = vals(h), c.Index
 		}
 	}
-	m.Add("a window of mini-batches and the shuffled order of the examples", addSat(window, mulSat(8, int64(max(n, 0)))))
+	m.Add("a window of mini-batches and the shuffled order of the examples", sat.Add(window, sat.Mul(8, int64(max(n, 0)))))
 	if handOverAt > 0 {
 		m.Add(fmt.Sprintf("the data transformed through RBM_%d (the input of RBM_%d)", handOverAt, handOverAt+1), handOver)
 	}

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 
 	"github.com/pipedbn/pipedbn/blas"
+	"github.com/pipedbn/pipedbn/internal/sat"
 )
 
 // ErrDiverged reports that a training step produced a NaN or an infinity.
@@ -115,26 +115,9 @@ func NewTrainer(r *RBM, batchSize, cdK int, seed uint64) *Trainer {
 // saturate at math.MaxInt64, so that an absurd shape never counts small.
 func TrainerValues(visible, hidden, batch int) (kept, scratch int64) {
 	V, H, B := int64(max(visible, 0)), int64(max(hidden, 0)), int64(max(batch, 0))
-	kept = mulSat(2, addSat(mulSat(V, H), addSat(V, H)))
-	scratch = addSat(mulSat(B, addSat(V, mulSat(3, H))), addSat(V, mulSat(2, H)))
+	kept = sat.Mul(2, sat.Add(sat.Mul(V, H), sat.Add(V, H)))
+	scratch = sat.Add(sat.Mul(B, sat.Add(V, sat.Mul(3, H))), sat.Add(V, sat.Mul(2, H)))
 	return kept, scratch
-}
-
-// addSat adds non-negative a and b, saturating at math.MaxInt64.
-func addSat(a, b int64) int64 {
-	if s := a + b; s >= a {
-		return s
-	}
-	return math.MaxInt64
-}
-
-// mulSat multiplies non-negative a and b, saturating at math.MaxInt64.
-func mulSat(a, b int64) int64 {
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	if hi != 0 || lo > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(lo)
 }
 
 // RBM returns the RBM t trains.

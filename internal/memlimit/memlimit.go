@@ -9,14 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
-	"math/bits"
 	"os"
 	"path"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pipedbn/pipedbn/internal/sat"
 )
 
 // ProcessOverhead is what a pipedbn process holds beyond its estimate: the
@@ -106,7 +106,7 @@ func meminfoAvailable(fsys fs.FS) (int64, error) {
 		if err != nil || kb < 0 {
 			return 0, fmt.Errorf("/proc/meminfo: MemAvailable:%s: want a number of kB", rest)
 		}
-		return mulSat(kb, 1024), nil
+		return sat.Mul(kb, 1024), nil
 	}
 	if err := sc.Err(); err != nil {
 		return 0, err
@@ -191,13 +191,4 @@ func BytesText(b int64) string {
 		prec = 1
 	}
 	return fmt.Sprintf("%.*f %ciB", prec, v, units[u])
-}
-
-// mulSat multiplies non-negative a and b, saturating at math.MaxInt64.
-func mulSat(a, b int64) int64 {
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	if hi != 0 || lo > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(lo)
 }
