@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -313,4 +314,54 @@ func (m *Master) takeOver(now time.Duration, s *seat, cp *messages.Checkpoint) {
 	if m.cfg.Observer.Recovered != nil {
 		m.cfg.Observer.Recovered(rec)
 	}
+}
+
+// Recovery describes a lost slave and its replacement. It is written in a
+// run's results (JSON, see MarshalJSON).
+type Recovery struct {
+	RBM               int
+	Lost, Replacement string
+	// Silent is how long the lost slave had said nothing when it was
+	// declared lost.
+	Silent time.Duration
+	// LostAtBatch is the last mini-batch count the lost slave reported;
+	// ResumedAtBatch and ResumedAtWindow are those of the checkpoint the
+	// replacement resumed from. Redone = LostAtBatch - ResumedAtBatch, at
+	// least: the lost slave may have trained more since its last report.
+	LostAtBatch, ResumedAtBatch, ResumedAtWindow, Redone int
+}
+
+// recoveryJSON is a Recovery as results hold it: Silent in seconds.
+type recoveryJSON struct {
+	RBM             int     `json:"rbm"`
+	Lost            string  `json:"lost"`
+	Replacement     string  `json:"replacement"`
+	SilentSeconds   float64 `json:"silent_seconds"`
+	ResumedAtWindow int     `json:"resumed_at_window"`
+	ResumedAtBatch  int     `json:"resumed_at_batch"`
+	LostAtBatch     int     `json:"lost_at_batch"`
+	RedoneBatches   int     `json:"redone_batches"`
+}
+
+// MarshalJSON writes r as results hold it: rbm, lost, replacement,
+// silent_seconds, resumed_at_window, resumed_at_batch, lost_at_batch and
+// redone_batches.
+func (r Recovery) MarshalJSON() ([]byte, error) {
+	return json.Marshal(recoveryJSON{
+		RBM: r.RBM, Lost: r.Lost, Replacement: r.Replacement, SilentSeconds: r.Silent.Seconds(),
+		ResumedAtWindow: r.ResumedAtWindow, ResumedAtBatch: r.ResumedAtBatch, LostAtBatch: r.LostAtBatch, RedoneBatches: r.Redone,
+	})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *Recovery) UnmarshalJSON(b []byte) error {
+	var j recoveryJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*r = Recovery{
+		RBM: j.RBM, Lost: j.Lost, Replacement: j.Replacement, Silent: time.Duration(j.SilentSeconds * float64(time.Second)),
+		ResumedAtWindow: j.ResumedAtWindow, ResumedAtBatch: j.ResumedAtBatch, LostAtBatch: j.LostAtBatch, Redone: j.RedoneBatches,
+	}
+	return nil
 }
