@@ -223,12 +223,12 @@ func Check(root string, files []string) ([]Finding, error) {
 		if !ok {
 			continue
 		}
-		src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // tracked by git but deleted in the work tree
-		}
+		src, ok, err := readFile(root, p)
 		if err != nil {
 			return nil, err
+		}
+		if !ok {
+			continue // tracked by git but deleted in the work tree
 		}
 		if !isGo {
 			out = append(out, scanText(p, src)...)
@@ -240,12 +240,7 @@ func Check(root string, files []string) ([]Finding, error) {
 		}
 		out = append(out, fs...)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].File != out[j].File {
-			return out[i].File < out[j].File
-		}
-		return out[i].Line < out[j].Line
-	})
+	sortByPlace(out, func(n Finding) (string, int) { return n.File, n.Line })
 	return out, nil
 }
 
@@ -259,12 +254,12 @@ func CheckFuncs(root string, files []string) ([]LongFunc, error) {
 		if ok, isGo := checked(p); !ok || !isGo {
 			continue
 		}
-		src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // tracked by git but deleted in the work tree
-		}
+		src, ok, err := readFile(root, p)
 		if err != nil {
 			return nil, err
+		}
+		if !ok {
+			continue // tracked by git but deleted in the work tree
 		}
 		long, err := longFuncs(p, src)
 		if err != nil {
@@ -272,13 +267,30 @@ func CheckFuncs(root string, files []string) ([]LongFunc, error) {
 		}
 		out = append(out, long...)
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].File != out[j].File {
-			return out[i].File < out[j].File
-		}
-		return out[i].Line < out[j].Line
-	})
+	sortByPlace(out, func(n LongFunc) (string, int) { return n.File, n.Line })
 	return out, nil
+}
+
+// readFile reads file p (slash-separated, relative to root); false, and
+// no error, for a file git tracks that the work tree no longer holds.
+func readFile(root, p string) ([]byte, bool, error) {
+	src, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(p)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	return src, err == nil, err
+}
+
+// sortByPlace sorts findings by file, then line.
+func sortByPlace[T any](out []T, place func(T) (string, int)) {
+	sort.SliceStable(out, func(i, j int) bool {
+		fi, li := place(out[i])
+		fj, lj := place(out[j])
+		if fi != fj {
+			return fi < fj
+		}
+		return li < lj
+	})
 }
 
 // listFiles returns the files under root: those git tracks where root is
