@@ -26,25 +26,77 @@ const RunID = "r"
 // Slave is the name of the scripts' slave.
 const Slave = "s1"
 
-// Network is a transport under test: it returns the transport of a node
-// named name (protocol.MasterName or Slave) of run RunID, ready to receive
-// what the other sends it, and the deliveries that reach that node. It
-// ends them when t does.
-type Network func(t *testing.T, name string) (driver.Transport, <-chan driver.Delivery)
+// Node is a node of a transport under test, of run RunID.
+type Node struct {
+	// Transport is the node's, ready to receive what the other node sends
+	// it.
+	Transport driver.Transport
+	// Executor runs the node's jobs, store operations and respawns; nil:
+	// driver.Inline. (A transport whose nodes run in Node.Run has the
+	// driver's own executor, on goroutines, which the driver's tests
+	// check field by field.)
+	Executor driver.Executor
+	// Inbox delivers what reaches the node, unless Drive takes it.
+	Inbox <-chan driver.Delivery
+	// Peers, if set, are the nodes of the node's process (a stage group,
+	// in the master's process or a slave's); the network has added the
+	// node's Inbox to them.
+	Peers *driver.Peers
+	// Drive, if set, is handed the driver node a script makes of this
+	// node before the script flushes it: a transport that calls its nodes'
+	// inputs from a loop of its own (memnet's event queue) delivers to it
+	// and carries out what it asks for after its work.
+	Drive func(*driver.Node)
+}
 
-// recording runs work at once, noting every kind handed to it, and stands a
-// stub in for the training of a scripted job (it has no stage).
-type recording struct{ works []driver.Work }
+// Net is what one script runs over: the nodes of a fresh network.
+type Net struct {
+	// Node returns the node named name (protocol.MasterName or Slave).
+	Node func(name string) Node
+	// Settle, if set, lets the network's time pass until what was sent
+	// arrived and the work handed to the nodes' executors ended; nil: the
+	// network delivers on its own (a script waits 10s for a message) and
+	// its executors end work before Go returns.
+	Settle func()
+}
+
+// Network is a transport under test: it returns the network of the
+// script t runs, and ends it when t does.
+type Network func(t *testing.T) Net
+
+func (x Net) settle() {
+	if x.Settle != nil {
+		x.Settle()
+	}
+}
+
+// config is the driver configuration of nd, with its window bytes counted
+// in c.
+func (nd Node) config(c *driver.Counters) driver.Config {
+	x := nd.Executor
+	if x == nil {
+		x = driver.Inline{}
+	}
+	return driver.Config{Transport: nd.Transport, Executor: x, Peers: nd.Peers, Counters: c}
+}
+
+// recording runs work with an executor, noting every kind handed to it,
+// and stands a stub in for the training of a scripted job (it has no
+// stage).
+type recording struct {
+	inner driver.Executor
+	works []driver.Work
+}
 
 func (r *recording) Go(w driver.Work, fn, done func()) {
 	r.works = append(r.works, w)
 	if w == driver.TrainWork {
 		fn = func() {}
 	}
-	driver.Inline{}.Go(w, fn, done)
+	r.inner.Go(w, fn, done)
 }
 
-func master(t *testing.T, c driver.Config) *driver.Node {
+func master(t *testing.T, nd Node, c driver.Config) *driver.Node {
 	t.Helper()
 	st := pipeline.StageConfig{Index: 1, Visible: 2, Hidden: 2, Units: rbm.Bernoulli, Epochs: 1, BatchSize: 1, K: 1, CDK: 1}
 	n, err := driver.NewMaster(protocol.MasterConfig{
@@ -55,16 +107,22 @@ func master(t *testing.T, c driver.Config) *driver.Node {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Stop)
+	if nd.Drive != nil {
+		nd.Drive(n)
+	}
 	return n
 }
 
-func slave(t *testing.T, c driver.Config) *driver.Node {
+func slave(t *testing.T, nd Node, c driver.Config) *driver.Node {
 	t.Helper()
 	n, err := driver.NewSlave(protocol.SlaveConfig{Name: Slave, Timing: protocol.DefaultTiming(time.Minute, time.Second)}, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Stop)
+	if nd.Drive != nil {
+		nd.Drive(n)
+	}
 	return n
 }
 
@@ -84,42 +142,72 @@ func once(o protocol.Output) func() protocol.Output {
 // net emit it and checks its effect where a transport sees it.
 var Scripts = map[string]func(t *testing.T, net Network){
 	"Messages": func(t *testing.T, net Network) {
-		tr, _ := net(t, protocol.MasterName)
-		_, in := net(t, Slave)
-		n := master(t, driver.Config{Transport: tr, Executor: driver.Inline{}})
-		n.Script(once(protocol.Output{Messages: []protocol.Envelope{{From: protocol.MasterName, To: Slave, Msg: &messages.Stop{RunID: RunID}}}}))
+		x := net(t)
+		m, s := x.Node(protocol.MasterName), x.Node(Slave)
+		var c driver.Counters
+		n := master(t, m, m.config(&c))
+		send := []messages.Message{&messages.Stop{RunID: RunID}}
+		if m.Peers != nil {
+			// A window to RBM_1's slave in the master's process (the
+			// in-master stage group) is handed over in memory.
+			send = append(send, &messages.Chunk{RunID: RunID, RBM: 1, Rows: 1, Cols: 2, Data: make([]float32, 2), BatchRows: []int{1}, Bias: make([]float32, 2)})
+		}
+		var out []protocol.Envelope
+		for _, msg := range send {
+			out = append(out, protocol.Envelope{From: protocol.MasterName, To: Slave, Msg: msg})
+		}
+		n.Script(once(protocol.Output{Messages: out}))
 		n.Flush()
+		x.settle()
 		timeout := time.After(10 * time.Second)
-		for {
+		var missing []messages.Kind
+		for _, msg := range send {
+			missing = append(missing, msg.Kind())
+		}
+		for len(missing) > 0 {
 			select {
-			case d := <-in:
-				if _, ok := d.Env.Msg.(*messages.Stop); ok && !d.Rejected && d.Env.From == protocol.MasterName {
-					return
+			case d := <-s.Inbox:
+				if d.Rejected || d.Env.Msg == nil || d.Env.From != protocol.MasterName {
+					continue
+				}
+				if i := slices.Index(missing, d.Env.Msg.Kind()); i >= 0 {
+					missing = slices.Delete(missing, i, i+1)
 				}
 			case <-timeout:
-				t.Fatalf("the master's message did not reach %s in 10s", Slave)
+				t.Fatalf("the master's %v did not reach %s in 10s", missing, Slave)
 			}
+		}
+		if _, sent := c.Bytes(); m.Peers != nil && sent != 16 {
+			t.Errorf("the master counted %d window bytes handed to its peer; want 16", sent)
 		}
 	},
 	"Job": func(t *testing.T, net Network) {
-		tr, _ := net(t, Slave)
-		rec := &recording{}
-		n := slave(t, driver.Config{Transport: tr, Executor: rec})
+		x := net(t)
+		nd := x.Node(Slave)
+		c := nd.config(&driver.Counters{})
+		rec := &recording{inner: c.Executor}
+		c.Executor = rec
+		n := slave(t, nd, c)
 		n.Script(once(protocol.Output{Job: &protocol.Job{}}))
 		if err := n.Flush(); err != nil {
 			t.Fatalf("Flush of a job: %v", err)
 		}
+		x.settle()
 		if !slices.Equal(rec.works, []driver.Work{driver.TrainWork}) || n.Busy() {
 			t.Errorf("work %v, busy %v after it ended; want one job, ended", rec.works, n.Busy())
 		}
 	},
 	"Store": func(t *testing.T, net Network) {
-		tr, _ := net(t, protocol.MasterName)
+		x := net(t)
+		nd := x.Node(protocol.MasterName)
 		store := protocol.NewMemStore()
 		store.Put(context.Background(), "old", []byte{1})
-		n := master(t, driver.Config{Transport: tr, Executor: driver.Inline{}, Store: store})
+		c := nd.config(&driver.Counters{})
+		c.Store = store
+		n := master(t, nd, c)
 		n.Script(once(protocol.Output{Store: []protocol.StoreOp{{Kind: protocol.Delete, Name: "old"}}}))
 		n.Flush()
+		x.settle()
 		n.Script(nil)
 		n.Flush()
 		if _, err := store.Get(context.Background(), "old"); !errors.Is(err, protocol.ErrNotStored) || n.Busy() {
@@ -127,29 +215,36 @@ var Scripts = map[string]func(t *testing.T, net Network){
 		}
 	},
 	"Respawn": func(t *testing.T, net Network) {
-		tr, _ := net(t, protocol.MasterName)
+		x := net(t)
+		nd := x.Node(protocol.MasterName)
 		var got []protocol.Respawn
-		respawn := func(_ context.Context, rbm int, lost string) error {
+		c := nd.config(&driver.Counters{})
+		c.Respawn = func(_ context.Context, rbm int, lost string) error {
 			got = append(got, protocol.Respawn{RBM: rbm, Slave: lost})
 			return nil
 		}
-		n := master(t, driver.Config{Transport: tr, Executor: driver.Inline{}, Respawn: respawn})
+		n := master(t, nd, c)
 		n.Script(once(protocol.Output{Respawn: []protocol.Respawn{{RBM: 1, Slave: Slave}}}))
 		n.Flush()
+		x.settle()
 		if len(got) != 1 || got[0] != (protocol.Respawn{RBM: 1, Slave: Slave}) {
 			t.Errorf("respawned %v; want the slave of RBM 1, %s", got, Slave)
 		}
 	},
 	"Back": func(t *testing.T, net Network) {
-		tr, _ := net(t, protocol.MasterName)
+		x := net(t)
+		nd := x.Node(protocol.MasterName)
 		var wanted context.Context
-		respawn := func(ctx context.Context, _ int, _ string) error { wanted = ctx; return nil }
-		n := master(t, driver.Config{Transport: tr, Executor: driver.Inline{}, Respawn: respawn})
+		c := nd.config(&driver.Counters{})
+		c.Respawn = func(ctx context.Context, _ int, _ string) error { wanted = ctx; return nil }
+		n := master(t, nd, c)
 		r := protocol.Respawn{RBM: 1, Slave: Slave}
 		n.Script(once(protocol.Output{Respawn: []protocol.Respawn{r}}))
 		n.Flush()
+		x.settle()
 		n.Script(once(protocol.Output{Back: []protocol.Respawn{r}}))
 		n.Flush()
+		x.settle()
 		if wanted == nil || wanted.Err() == nil {
 			t.Error("the restart of a slave that came back was not called off")
 		}

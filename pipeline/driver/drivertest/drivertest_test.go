@@ -29,15 +29,37 @@ func (p port) Send(_ string, e protocol.Envelope) {
 
 func (port) Now() time.Duration { return 0 }
 
+// hubNetwork is a hub per script; with peers, its nodes are the peers of
+// one process too.
+func hubNetwork(peers bool) drivertest.Network {
+	return func(t *testing.T) drivertest.Net {
+		h := &hub{boxes: map[string]chan driver.Delivery{}}
+		var p *driver.Peers
+		if peers {
+			p = driver.NewPeers()
+		}
+		return drivertest.Net{Node: func(name string) drivertest.Node {
+			box := make(chan driver.Delivery, 16)
+			h.mu.Lock()
+			h.boxes[name] = box
+			h.mu.Unlock()
+			if p != nil {
+				p.Add(name, box, &driver.Counters{})
+			}
+			return drivertest.Node{Transport: port{h}, Inbox: box, Peers: p}
+		}}
+	}
+}
+
 // The scripts pass over a transport that only moves envelopes: what they
 // ask of a transport is no more than that.
 func TestScriptsOverAHub(t *testing.T) {
-	h := &hub{boxes: map[string]chan driver.Delivery{}}
-	drivertest.Run(t, func(t *testing.T, name string) (driver.Transport, <-chan driver.Delivery) {
-		box := make(chan driver.Delivery, 16)
-		h.mu.Lock()
-		h.boxes[name] = box
-		h.mu.Unlock()
-		return port{h}, box
-	})
+	drivertest.Run(t, hubNetwork(false))
+}
+
+// With the nodes of one process as peers (a stage group in the master's
+// process), a window to a peer is handed over in memory, and the rest goes
+// through the hub.
+func TestScriptsOverPeers(t *testing.T) {
+	drivertest.Run(t, hubNetwork(true))
 }
