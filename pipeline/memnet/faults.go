@@ -263,6 +263,10 @@ func (n *Network) deliver(e protocol.Envelope, wire []byte, sent time.Duration) 
 		}
 	}
 	n.trace("deliver %s", e)
+	if nd.drv == nil {
+		nd.inbox <- driver.Delivery{Env: e}
+		return
+	}
 	nd.drv.Deliver(driver.Delivery{Env: e})
 	n.flush(nd)
 }

@@ -53,6 +53,10 @@ type node struct {
 	gen   int
 	alive bool
 	drv   *driver.Node
+	// inbox takes what reaches a node the network runs no process of: a
+	// node of the driver's contract scripts (pipeline/driver/drivertest)
+	// that reads its messages itself.
+	inbox chan<- driver.Delivery
 	// bytes in and out of windows, for the slave's reports.
 	bytesIn, bytesOut uint64
 }
