@@ -53,13 +53,13 @@ func hubNetwork(peers bool) drivertest.Network {
 
 // The scripts pass over a transport that only moves envelopes: what they
 // ask of a transport is no more than that.
-func TestScriptsOverAHub(t *testing.T) {
+func TestOutputContractOverAHub(t *testing.T) {
 	drivertest.Run(t, hubNetwork(false))
 }
 
 // With the nodes of one process as peers (a stage group in the master's
 // process), a window to a peer is handed over in memory, and the rest goes
 // through the hub.
-func TestScriptsOverPeers(t *testing.T) {
+func TestOutputContractOverPeers(t *testing.T) {
 	drivertest.Run(t, hubNetwork(true))
 }
