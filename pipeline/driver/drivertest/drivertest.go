@@ -1,8 +1,9 @@
 // Package drivertest is the driver's contract for transports: one script
 // per field of protocol.Output, each run over nodes of a transport under
 // test, so that every transport shows that its nodes carry out every field
-// (natsnet's tests run it over an embedded NATS server). A field added to
-// Output fails Run until it has a script here.
+// (natsnet's tests run it over an embedded NATS server, with and without
+// driver.Peers in front; memnet's over its event queue, simulated and
+// live). A field added to Output fails Run until it has a script here.
 package drivertest
 
 import (
