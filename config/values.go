@@ -449,6 +449,7 @@ func otherEnv() []string {
 	return []string{
 		"PIPEDBN_NATS_CREDENTIALS", // a NATS credentials file (natsnet.CredentialsEnv)
 		"PIPEDBN_SLAVE_NAME",       // the slave's --name
+		"PIPEDBN_SLAVE_CPUPROFILE", // the slave's --cpuprofile
 		// docker-compose.yml and the Makefile
 		"PIPEDBN_BUILD_DIR", "PIPEDBN_CONFIG", "PIPEDBN_DATA", "PIPEDBN_GID", "PIPEDBN_NATS_PUBLISH",
 		"PIPEDBN_RUNS", "PIPEDBN_SECRETS", "PIPEDBN_SLAVE_CPUS", "PIPEDBN_SLAVE_THREADS", "PIPEDBN_TAG",

@@ -2,7 +2,7 @@
 // it: it receives RBM_{i-1}'s middle results over NATS, trains RBM_i with
 // CD-k, and streams its own middle results and hidden biases to slave i+1.
 //
-//	slave [--nats URL] [--name NAME] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--master-gone-after 5m]
+//	slave [--nats URL] [--name NAME] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--master-gone-after 5m] [--cpuprofile FILE]
 //	slave version
 //
 // `slave -h` prints its flags and an example on stdout. A slave whose

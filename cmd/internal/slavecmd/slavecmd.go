@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -25,7 +27,7 @@ import (
 
 // Usage is the slave command's synopsis. Its defaults are the flags'
 // (TestUsageDefaults).
-const Usage = `usage: slave [--nats URL] [--name NAME[,NAME...]] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--master-gone-after 5m] [--window-delay 0s] [--status-every 1s] [--log-level info]
+const Usage = `usage: slave [--nats URL] [--name NAME[,NAME...]] [--credentials FILE] [--serve] [--threads N] [--join-timeout 60s] [--master-gone-after 5m] [--window-delay 0s] [--status-every 1s] [--log-level info] [--cpuprofile FILE]
        slave version
 `
 
@@ -82,6 +84,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	level := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	delay := fs.Duration("window-delay", 0, "sleep this long after every window, to emulate a slower machine")
 	statusEvery := fs.Duration("status-every", protocol.Timing{}.WithDefaults().StatusEvery, "how often to report status (the master's heartbeat)")
+	cpuProfile := fs.String("cpuprofile", os.Getenv(CPUProfileEnv), "write a CPU profile of the slave process to `FILE` until it exits, {pid} in it replaced by the process id, so that the local slaves a master starts (which inherit the variable) write one each (env "+CPUProfileEnv+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printHelp(stdout, fs)
@@ -127,7 +130,38 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Info(note)
 	}
 	opt := natsnet.SlaveOptions{URL: *url, Name: *name, Credentials: creds, Threads: *threads, JoinTimeout: *join, MasterGoneAfter: *gone, Logger: log, WindowDelay: *delay, StatusEvery: *statusEvery}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop(log)
+	}
 	return runSlaves(ctx, opt, *serve)
+}
+
+// CPUProfileEnv is the environment variable of --cpuprofile: set for a
+// master, it profiles every local slave the master starts.
+const CPUProfileEnv = "PIPEDBN_SLAVE_CPUPROFILE"
+
+// startCPUProfile starts a CPU profile into path, {pid} replaced by the
+// process id, and returns what writes it out.
+func startCPUProfile(path string) (func(hclog.Logger), error) {
+	path = strings.ReplaceAll(path, "{pid}", strconv.Itoa(os.Getpid()))
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func(log hclog.Logger) {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			log.Warn("cannot write the CPU profile", "file", path, "error", err)
+		}
+	}, nil
 }
 
 // printHelp prints the help of the slave command, with fs's flags, on w.
