@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
@@ -65,8 +66,7 @@ func TestRegistrationFlood(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if err := RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: fmt.Sprintf("fl%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second,
-						StatusEvery: 50 * time.Millisecond, Logger: testLogger(t)}); err != nil {
+					if err := RunSlave(ctx, SlaveOptions{URL: srv.URL(), SlaveOptions: driver.SlaveOptions{Name: fmt.Sprintf("fl%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second, StatusEvery: 50 * time.Millisecond, Logger: testLogger(t)}}); err != nil {
 						t.Errorf("slave fl%d: %v", i+1, err)
 					}
 				}()

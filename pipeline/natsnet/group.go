@@ -2,7 +2,6 @@ package natsnet
 
 import (
 	"context"
-	"sync"
 
 	"github.com/pipedbn/pipedbn/pipeline/driver"
 )
@@ -22,18 +21,9 @@ import (
 // stops the others (each leaving its checkpoint) and returns the first
 // error (see driver.RunGroup). One name is RunSlave.
 func RunGroup(ctx context.Context, opt SlaveOptions, names []string) error {
-	if len(names) == 1 {
-		o := opt
-		o.Name = names[0]
-		return RunSlave(ctx, o)
-	}
-	opt.defaults()
-	if opt.Peers == nil {
-		opt.Peers = driver.NewPeers()
-	}
-	return driver.RunGroup(ctx, names, opt.JoinTimeout, opt.Logger, func(ctx context.Context, name string, turn *sync.Mutex) error {
-		o := opt
-		o.Name, o.Logger, o.turn = name, opt.Logger.Named(name), turn
-		return runSlave(ctx, &o)
+	return driver.RunGroup(ctx, opt.SlaveOptions, names, func(ctx context.Context, o driver.SlaveOptions) error {
+		n := opt
+		n.SlaveOptions = o
+		return runSlave(ctx, &n)
 	})
 }

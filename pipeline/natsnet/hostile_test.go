@@ -18,6 +18,7 @@ import (
 	"github.com/pipedbn/pipedbn/internal/natsprobe"
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
@@ -464,8 +465,7 @@ func TestRegistrationIsBoundToItsIdentity(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := RunSlave(ctx, SlaveOptions{URL: srv.URL(), Credentials: []Credential{c}, Threads: 1, JoinTimeout: 20 * time.Second,
-				StatusEvery: 50 * time.Millisecond, WindowDelay: 20 * time.Millisecond, Logger: testLogger(t)}); err != nil {
+			if err := RunSlave(ctx, SlaveOptions{URL: srv.URL(), Credentials: []Credential{c}, SlaveOptions: driver.SlaveOptions{Threads: 1, JoinTimeout: 20 * time.Second, StatusEvery: 50 * time.Millisecond, WindowDelay: 20 * time.Millisecond, Logger: testLogger(t)}}); err != nil {
 				t.Errorf("slave %s: %v", c.User, err)
 			}
 		}()

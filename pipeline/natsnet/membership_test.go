@@ -11,6 +11,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
@@ -31,7 +32,7 @@ func TestDuplicateNameIsRefused(t *testing.T) {
 	exits := make(chan exit, 3)
 	start := func(name string) {
 		go func() {
-			err := RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: name, Threads: 1, JoinTimeout: 20 * time.Second, Logger: testLogger(t)})
+			err := RunSlave(ctx, SlaveOptions{URL: srv.URL(), SlaveOptions: driver.SlaveOptions{Name: name, Threads: 1, JoinTimeout: 20 * time.Second, Logger: testLogger(t)}})
 			exits <- exit{name, err}
 		}()
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
 )
@@ -461,7 +462,7 @@ func TestDivergenceStopsKeepingTheLastCheckpoint(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: fmt.Sprintf("d%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second, Logger: testLogger(t)})
+			RunSlave(ctx, SlaveOptions{URL: srv.URL(), SlaveOptions: driver.SlaveOptions{Name: fmt.Sprintf("d%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second, Logger: testLogger(t)}})
 		}()
 	}
 	store := protocol.NewMemStore()
