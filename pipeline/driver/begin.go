@@ -11,12 +11,19 @@ import (
 )
 
 // Begin readies cfg, a run's master configuration, for a master process
-// whose checkpoints go to store: a new run is incarnation 1; resuming, cfg
-// takes what store holds of the interrupted run, as the next incarnation,
-// whose words the slaves tell from the earlier one's. It stores the
-// master's own state (protocol.StateName) for the next resume.
+// whose checkpoints go to store. Of cfg's run it keeps the ID, which must be
+// a valid name (protocol.CheckName), and its Timing's zero fields take
+// their defaults (protocol.Timing.WithDefaults). A new run is incarnation
+// 1; resuming, cfg takes what store holds of the interrupted run, as the
+// next incarnation, whose words the slaves tell from the earlier one's. It
+// stores the master's own state (protocol.StateName) for the next resume.
 func Begin(ctx context.Context, store protocol.Store, cfg *protocol.MasterConfig, resume bool) error {
-	cfg.Run.Incarnation = 1
+	if err := protocol.CheckName(cfg.Run.ID); err != nil {
+		return fmt.Errorf("run %w", err)
+	}
+	cfg.Run = protocol.Run{ID: cfg.Run.ID, Incarnation: 1}
+	cfg.Timing = cfg.Timing.WithDefaults()
+	cfg.Stored = nil
 	if resume {
 		st, err := protocol.ReadStored(ctx, store, cfg.Run.ID, cfg.Stages)
 		if err != nil {

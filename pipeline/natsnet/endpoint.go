@@ -180,15 +180,7 @@ func (ep *endpoint) reassembly() messages.ReassemblerStats {
 	defer ep.mu.Unlock()
 	var t messages.ReassemblerStats
 	for _, re := range ep.res {
-		s := re.Stats()
-		t.Completed += s.Completed
-		t.Duplicates += s.Duplicates
-		t.Stale += s.Stale
-		t.Rejected += s.Rejected
-		t.Evicted += s.Evicted
-		t.InFlight += s.InFlight
-		t.Reserved += s.Reserved
-		t.Peak += s.Peak
+		t.Add(re.Stats())
 	}
 	return t
 }

@@ -2,8 +2,6 @@ package natsnet
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -69,41 +67,16 @@ func NewMaster(nc *nats.Conn, log hclog.Logger) *Master {
 // incarnation, registrations under a name not their sender's (foreign).
 func (m *Master) Rejected() messages.Rejections { return m.rejected }
 
-// limits bounds the reassembly of what arrives on a subject of family f:
-// what a slave of the plan's largest RBM may send, from each sender, and on
-// a report subject, which all the slaves share, room for every seat's.
-func (m *Master) limits(f family, cfg protocol.MasterConfig, rows int) messages.ReassemblerConfig {
-	shapes := make([]messages.Shape, len(cfg.Stages))
-	for i, c := range cfg.Stages {
-		shapes[i] = protocol.ShapeOf(c, rows)
-	}
-	lim := f.limits(shapes...)
-	if f.name == reports.name {
-		seats := max(len(cfg.Stages), 1)
-		if cfg.Replicas != nil {
-			seats = 0
-			for _, r := range cfg.Replicas {
-				seats += max(r, 1)
-			}
-		}
-		lim.MaxBytes = lim.MaxSenderBytes * int64(seats)
-		lim.MaxMessages = max(16, 2*seats)
-	}
-	return lim
-}
-
 // Run carries out the plan and returns the trained RBMs in order.
 // Cancelling ctx interrupts the run: every slave is asked to leave a
 // checkpoint first, and Run returns ctx's error.
 func (m *Master) Run(ctx context.Context, p Plan) ([]protocol.Trained, error) {
-	if err := protocol.CheckName(p.Run.ID); err != nil {
-		return nil, fmt.Errorf("run %w", err)
-	}
 	if p.Store == nil {
 		p.Store = protocol.NewMemStore()
 	}
-	cfg, err := m.config(ctx, p)
-	if err != nil {
+	cfg := p.MasterConfig
+	cfg.Logger = m.log
+	if err := driver.Begin(ctx, p.Store, &cfg, p.Resume); err != nil {
 		return nil, err
 	}
 	ep, err := m.listen(cfg, p)
@@ -121,16 +94,8 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]protocol.Trained, error) {
 	}
 	err = node.Run(ctx, driver.Loop{Inbox: ep.inbox, Taken: ep.take, Connection: conn})
 	m.nc.Flush()
-	if m.rejected = node.Master().Rejections(); m.rejected.Total() > 0 {
-		m.log.Warn("the master dropped messages", "rejected", m.rejected.String())
-	}
-	if err != nil {
-		if errors.Is(err, protocol.ErrInterrupted) && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, err
-	}
-	return node.Master().Trained(), nil
+	m.rejected = node.Master().Rejections()
+	return node.Outcome(ctx, err)
 }
 
 // listen subscribes the master's endpoint to the reports, credits and
@@ -141,7 +106,7 @@ func (m *Master) listen(cfg protocol.MasterConfig, p Plan) (*endpoint, error) {
 	for subject, f := range map[string]family{
 		reportSubject(run, "*"): reports, creditSubject(run, "*", protocol.MasterName): credits, registerSubject("*"): registers,
 	} {
-		if err := ep.subscribe(subject, f, m.limits(f, cfg, p.N)); err != nil {
+		if err := ep.subscribe(subject, f, protocol.ReassemblyLimits(cfg, f.kinds, f.name == reports.name)); err != nil {
 			ep.close()
 			return nil, err
 		}
@@ -185,15 +150,4 @@ func (m *Master) watchConnection() (<-chan bool, func()) {
 		m.nc.SetDisconnectErrHandler(nil)
 		m.nc.SetReconnectHandler(nil)
 	}
-}
-
-// config turns the plan into the protocol master's configuration: a new
-// run, or, resuming, what the store holds of the interrupted one, as a new
-// incarnation (driver.Begin).
-func (m *Master) config(ctx context.Context, p Plan) (protocol.MasterConfig, error) {
-	cfg := p.MasterConfig
-	cfg.Run = protocol.Run{ID: p.Run.ID}
-	cfg.Timing = cfg.Timing.WithDefaults()
-	cfg.Stored, cfg.Logger = nil, m.log
-	return cfg, driver.Begin(ctx, p.Store, &cfg, p.Resume)
 }
