@@ -420,7 +420,7 @@ func (l *layout) inMaster(cfg *config.Config) bool {
 type inMasterGroup struct {
 	peers *driver.Peers
 	// start runs the group, once: when the master listens for
-	// registrations (natsnet.Plan.Listening).
+	// registrations (driver.Plan.Listening).
 	start func()
 	once  sync.Once
 	done  chan struct{}

@@ -408,7 +408,7 @@ func TestPipelinedRunOnSecuredServer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
-		res, err := natsnet.NewMaster(nc, log.Named("master")).Run(rctx, natsnet.Plan{
+		res, err := natsnet.NewMaster(nc, log.Named("master")).Run(rctx, driver.Plan{
 			MasterConfig: protocol.MasterConfig{
 				Run:             protocol.Run{ID: runID},
 				Stages:          stages,

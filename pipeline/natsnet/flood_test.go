@@ -42,7 +42,7 @@ func TestRegistrationFlood(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	m := NewMaster(nc, testLogger(t))
-	got, err := m.Run(ctx, Plan{
+	got, err := m.Run(ctx, driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:     protocol.Run{ID: "flood"},
 			Stages:  cfgs,

@@ -62,7 +62,7 @@ func masterGone(t *testing.T, serverToo bool) {
 	var once sync.Once
 	ran := make(chan error, 1)
 	go func() {
-		_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{
+		_, err := NewMaster(nc, testLogger(t)).Run(ctx, driver.Plan{
 			MasterConfig: protocol.MasterConfig{
 				Run:             protocol.Run{ID: "gone"},
 				Stages:          c.cfgs,
@@ -161,7 +161,7 @@ func TestServingSlaveRejoinsRestartedMaster(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	plan := Plan{
+	plan := driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:             protocol.Run{ID: "back"},
 			Stages:          c.cfgs,

@@ -431,7 +431,7 @@ func TestRegistrationIsBoundToItsIdentity(t *testing.T) {
 	var got []protocol.Trained
 	go func() {
 		var err error
-		got, err = m.Run(ctx, Plan{
+		got, err = m.Run(ctx, driver.Plan{
 			MasterConfig: protocol.MasterConfig{
 				Run:     protocol.Run{ID: "impostor"},
 				Stages:  cfgs,

@@ -13,35 +13,6 @@ import (
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
-// Plan is one pipelined pre-training run for the master to carry out.
-type Plan struct {
-	// MasterConfig is the run for the protocol's master: Run.ID names it
-	// on the wire, and Timing's zero fields take protocol.DefaultTiming's
-	// values, with protocol.DefaultJoinTimeout and
-	// protocol.DefaultLostAfter. Master.Run sets the incarnation, Stored
-	// (from Store) and Logger (the Master's).
-	protocol.MasterConfig
-	// Peers, if set, are the slaves running in the master's process: the
-	// data windows and their credits go between them in memory.
-	Peers *driver.Peers
-	// Store keeps the checkpoints; nil keeps them in the master's memory.
-	Store protocol.Store
-	// Resume restarts an interrupted run from what Store holds of it, as a
-	// new incarnation: the words of the earlier one are rejected.
-	Resume bool
-	// Respawn, if set, starts a replacement for the lost slave of RBM rbm
-	// (the embedded default restarts its local slave process); otherwise
-	// the master waits for any new slave to register. Its ctx is done
-	// when the lost slave speaks again before any replacement came (it
-	// only stalled, and goes on), or when the run ends.
-	Respawn func(ctx context.Context, rbm int, lost string) error
-	// Listening, if set, is called once the master listens for
-	// registrations (the server has its subscriptions): slaves started
-	// then are heard at their first registration, not a RegisterEvery
-	// later.
-	Listening func()
-}
-
 // Master is the master's side of a cluster: it drives the protocol's
 // master (registration, assignment, the data feed to slave 1, checkpoints,
 // replacement of lost slaves, collection) over NATS.
@@ -70,16 +41,12 @@ func (m *Master) Rejected() messages.Rejections { return m.rejected }
 // Run carries out the plan and returns the trained RBMs in order.
 // Cancelling ctx interrupts the run: every slave is asked to leave a
 // checkpoint first, and Run returns ctx's error.
-func (m *Master) Run(ctx context.Context, p Plan) ([]protocol.Trained, error) {
-	if p.Store == nil {
-		p.Store = protocol.NewMemStore()
-	}
-	cfg := p.MasterConfig
-	cfg.Logger = m.log
-	if err := driver.Begin(ctx, p.Store, &cfg, p.Resume); err != nil {
+func (m *Master) Run(ctx context.Context, p driver.Plan) ([]protocol.Trained, error) {
+	cfg, err := p.Begin(ctx, m.log)
+	if err != nil {
 		return nil, err
 	}
-	ep, err := m.listen(cfg, p)
+	ep, err := m.listen(cfg, p.Listening)
 	if err != nil {
 		return nil, err
 	}
@@ -99,8 +66,8 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]protocol.Trained, error) {
 }
 
 // listen subscribes the master's endpoint to the reports, credits and
-// registrations of the run, and tells p.Listening.
-func (m *Master) listen(cfg protocol.MasterConfig, p Plan) (*endpoint, error) {
+// registrations of the run, and then tells listening (driver.Plan's).
+func (m *Master) listen(cfg protocol.MasterConfig, listening func()) (*endpoint, error) {
 	ep := newEndpoint(m.nc, protocol.MasterName, m.log)
 	run := cfg.Run.ID
 	for subject, f := range map[string]family{
@@ -112,12 +79,12 @@ func (m *Master) listen(cfg protocol.MasterConfig, p Plan) (*endpoint, error) {
 		}
 	}
 	m.ep.Store(ep)
-	if p.Listening != nil {
+	if listening != nil {
 		if err := m.nc.Flush(); err != nil {
 			ep.close()
 			return nil, err
 		}
-		p.Listening()
+		listening()
 	}
 	return ep, nil
 }

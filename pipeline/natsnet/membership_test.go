@@ -38,7 +38,7 @@ func TestDuplicateNameIsRefused(t *testing.T) {
 	}
 	ran := make(chan error, 1)
 	go func() {
-		_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "dup"}, Stages: cfgs, Data: examples(3, 16, 9), N: 16, Credits: 2, Timing: protocol.Timing{JoinTimeout: 20 * time.Second}}})
+		_, err := NewMaster(nc, testLogger(t)).Run(ctx, driver.Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "dup"}, Stages: cfgs, Data: examples(3, 16, 9), N: 16, Credits: 2, Timing: protocol.Timing{JoinTimeout: 20 * time.Second}}})
 		ran <- err
 	}()
 	start("dup")
@@ -85,7 +85,7 @@ func TestHungSlaveIsTakenBack(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGSTOP)
 		time.AfterFunc(2500*time.Millisecond, func() { cmd.Process.Signal(syscall.SIGCONT) })
 	}
-	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:             protocol.Run{ID: "hung"},
 			Stages:          c.cfgs,
@@ -145,7 +145,7 @@ func TestListeningHearsTheFirstRegistration(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	calls, joined := 0, make(chan string, 1)
-	_, err = NewMaster(nc, testLogger(t)).Run(ctx, Plan{
+	_, err = NewMaster(nc, testLogger(t)).Run(ctx, driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:     protocol.Run{ID: "listening"},
 			Stages:  stageConfigs([]int{9, 6}, 1, 4, 1),

@@ -107,7 +107,7 @@ func TestSlaveProcessesMatchInMemory(t *testing.T) {
 	}
 	var mu sync.Mutex
 	statuses := 0
-	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:         protocol.Run{ID: "e2e"},
 			Stages:      cfgs,
@@ -180,7 +180,7 @@ func TestSlowSlaveLosesNothing(t *testing.T) {
 			}
 		}()
 	}
-	got, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{
+	got, err := NewMaster(nc, testLogger(t)).Run(ctx, driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:         protocol.Run{ID: "slow"},
 			Stages:      cfgs,
@@ -241,7 +241,7 @@ func TestJoinTimeoutNamesWhoCame(t *testing.T) {
 		slaveDone <- RunSlave(ctx, SlaveOptions{URL: srv.URL(), SlaveOptions: driver.SlaveOptions{Name: "early", JoinTimeout: 5 * time.Second}})
 	}()
 	defer func() { cancel(); <-slaveDone }() // before serve's cleanup stops the server
-	_, err := NewMaster(nc, nil).Run(ctx, Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "wait"}, Stages: stageConfigs([]int{4, 3, 2}, 1, 2, 1), Data: make([]float32, 8), N: 2, Credits: 1, Timing: protocol.Timing{JoinTimeout: 1500 * time.Millisecond}}})
+	_, err := NewMaster(nc, nil).Run(ctx, driver.Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "wait"}, Stages: stageConfigs([]int{4, 3, 2}, 1, 2, 1), Data: make([]float32, 8), N: 2, Credits: 1, Timing: protocol.Timing{JoinTimeout: 1500 * time.Millisecond}}})
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("1 of 2 slaves joined (early)")) {
 		t.Errorf("Run with one slave of two = %v; want a join timeout naming 'early'", err)
 	}
@@ -258,7 +258,7 @@ func TestSpareSlaveIsNotAnError(t *testing.T) {
 	cfgs := stageConfigs([]int{9, 6, 4}, 1, 4, 1)
 	ran := make(chan error, 1)
 	go func() {
-		_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "spare"}, Stages: cfgs, Data: examples(3, 16, 9), N: 16, Credits: 2, Timing: protocol.Timing{JoinTimeout: 20 * time.Second}}})
+		_, err := NewMaster(nc, testLogger(t)).Run(ctx, driver.Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "spare"}, Stages: cfgs, Data: examples(3, 16, 9), N: 16, Credits: 2, Timing: protocol.Timing{JoinTimeout: 20 * time.Second}}})
 		ran <- err
 	}()
 	// The master listens before the slaves register, and the run lasts
@@ -324,7 +324,7 @@ func TestKilledSlaveIsDeclaredLost(t *testing.T) {
 			})
 		}
 	}}
-	_, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+	_, err := NewMaster(nc, testLogger(t)).Run(context.Background(), driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:         protocol.Run{ID: "kill"},
 			Stages:      cfgs,
@@ -380,7 +380,7 @@ func TestSlaveTooSmallFailsTheRun(t *testing.T) {
 	go func() {
 		slaveDone <- RunSlave(ctx, SlaveOptions{URL: srv.URL(), SlaveOptions: driver.SlaveOptions{Name: "tiny", Threads: 1, JoinTimeout: 20 * time.Second, MemoryLimit: small}})
 	}()
-	_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "small"}, Stages: stageConfigs([]int{9, 6}, 1, 4, 1), Data: examples(3, 16, 9), N: 16, Credits: 2, Timing: protocol.Timing{JoinTimeout: 20 * time.Second}}})
+	_, err := NewMaster(nc, testLogger(t)).Run(ctx, driver.Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "small"}, Stages: stageConfigs([]int{9, 6}, 1, 4, 1), Data: examples(3, 16, 9), N: 16, Credits: 2, Timing: protocol.Timing{JoinTimeout: 20 * time.Second}}})
 	want := "rbm 1 on slave tiny: assignment: cannot hold RBM_1 (9x6): it needs about "
 	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "this process's cgroup allows 1.00 MiB (/sys/fs/cgroup/small/memory.max)") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("Run with a slave too small = %v; want one line holding %q and the limit", err, want)

@@ -54,7 +54,7 @@ func TestForgedInputIsCounted(t *testing.T) {
 	var once sync.Once
 	forged := make(chan struct{})
 	m := NewMaster(nc, testLogger(t))
-	got, err := m.Run(ctx, Plan{
+	got, err := m.Run(ctx, driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:     protocol.Run{ID: "forged"},
 			Stages:  cfgs,

@@ -196,7 +196,7 @@ func TestChaosKilledSlavesAreReplaced(t *testing.T) {
 				recs     []protocol.Recovery
 			)
 			var victimName string
-			got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+			got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), driver.Plan{
 				MasterConfig: protocol.MasterConfig{
 					Run:             protocol.Run{ID: "chaos" + strconv.Itoa(run)},
 					Stages:          c.cfgs,
@@ -297,7 +297,7 @@ func TestNATSRestartLosesNothing(t *testing.T) {
 	ps.startAll(t, "n", len(c.cfgs))
 	var once sync.Once
 	restarted := make(chan error, 1)
-	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:             protocol.Run{ID: "restart"},
 			Stages:          c.cfgs,
@@ -372,7 +372,7 @@ func TestMasterRestartResumes(t *testing.T) {
 	ps := newProcs(t, srv.URL())
 	ps.startAll(t, "a", len(c.cfgs))
 	ctx, cancel := context.WithCancel(context.Background())
-	plan := Plan{
+	plan := driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:             protocol.Run{ID: "resume"},
 			Stages:          c.cfgs,
@@ -466,7 +466,7 @@ func TestDivergenceStopsKeepingTheLastCheckpoint(t *testing.T) {
 		}()
 	}
 	store := protocol.NewMemStore()
-	_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{
+	_, err := NewMaster(nc, testLogger(t)).Run(ctx, driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:             protocol.Run{ID: "diverge"},
 			Stages:          cfgs,
@@ -524,7 +524,7 @@ func TestStoppedSlaveLeavesCheckpoint(t *testing.T) {
 		detected time.Duration
 		recs     []protocol.Recovery
 	)
-	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:             protocol.Run{ID: "sigterm"},
 			Stages:          c.cfgs,
@@ -625,7 +625,7 @@ func (c *chaosSetup) runKilling(t *testing.T, nc *nats.Conn, ps *procs, runID st
 		killed string
 		recs   []protocol.Recovery
 	)
-	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:             protocol.Run{ID: runID},
 			Stages:          c.cfgs,
