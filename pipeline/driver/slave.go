@@ -113,15 +113,24 @@ func Serve(ctx context.Context, s Serving) error {
 	}
 }
 
-// RunGroup runs a stage group's slaves in this process, one per name, each
-// with run, given o (Defaults filled in) with its name, a logger named
-// after it, Peers shared by the group (new ones unless o has them) and the
-// group's turn: one of its slaves trains at a time. A slave whose name is
-// still held by a process heard from moments ago (a restarted group whose
-// master has not yet noticed that its predecessor is gone) registers again
-// until o.JoinTimeout. When one slave fails, RunGroup stops the others and
-// returns the first error. One name runs as a lone slave, with o's logger
-// and peers: a spare ends with nil (Spare).
+// RunGroup runs a stage group of a plan in this process: one slave per
+// name, each with run, registering and training the RBM the master seats it
+// at (its plan's Seating gives a group's names consecutive RBMs). The
+// slaves share the process's BLAS threads (o.Threads) and train one window
+// at a time, in the group's turn, each window with all of them, so that a
+// group on one machine does the work of greedy pre-training in the same
+// time, while its windows still flow as the pipelined schedule's. run gets
+// o (Defaults filled in) with the slave's name, a logger named after it,
+// the turn, and Peers shared by the group (new ones unless o has them),
+// which hand the middle results and credits between the group's RBMs over
+// in memory (the same messages, in order, under the same protocol).
+//
+// A slave whose name is still held by a process heard from moments ago (a
+// restarted group whose master has not yet noticed that its predecessor is
+// gone) registers again until o.JoinTimeout. When one slave fails, RunGroup
+// stops the others (each leaving its checkpoint) and returns the first
+// error. One name runs as a lone slave, with o's logger and peers: a spare
+// ends with nil (Spare).
 func RunGroup(ctx context.Context, o SlaveOptions, names []string, run func(context.Context, SlaveOptions) error) error {
 	o.Defaults()
 	switch len(names) {

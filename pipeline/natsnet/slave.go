@@ -171,6 +171,19 @@ func (o *SlaveOptions) claim(natsOpts []nats.Option) (*nats.Conn, error) {
 	return nc, nil
 }
 
+// RunGroup runs a stage group of a plan in this process over NATS
+// (driver.RunGroup): one slave per name, with opt's connection options and
+// credentials. Middle results and credits between the group's RBMs are
+// handed over in memory, not through the NATS server. One name is
+// RunSlave.
+func RunGroup(ctx context.Context, opt SlaveOptions, names []string) error {
+	return driver.RunGroup(ctx, opt.SlaveOptions, names, func(ctx context.Context, o driver.SlaveOptions) error {
+		n := opt
+		n.SlaveOptions = o
+		return runSlave(ctx, &n)
+	})
+}
+
 // ServeSlave runs slaves one after another (driver.Serve), so that one
 // long-lived slave (a compose service, a slave on another host) trains an
 // RBM for every master that comes. It returns when ctx is cancelled or on
