@@ -43,6 +43,6 @@ func TestOutputContract(t *testing.T) {
 		if err := nc.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		return ep, ep.inbox
+		return ep, ep.in.C
 	})
 }

@@ -129,8 +129,8 @@ func TestSlaveLimitsFollowAssign(t *testing.T) {
 		timeout := time.After(10 * time.Second)
 		for {
 			select {
-			case d := <-ep.inbox:
-				ep.take(d)
+			case d := <-ep.in.C:
+				ep.in.Take(d)
 				switch {
 				case d.Rejected:
 					rejected++

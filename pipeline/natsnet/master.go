@@ -59,7 +59,7 @@ func (m *Master) Run(ctx context.Context, p driver.Plan) ([]protocol.Trained, er
 	if err != nil {
 		return nil, err
 	}
-	err = node.Run(ctx, driver.Loop{Inbox: ep.inbox, Taken: ep.take, Connection: conn})
+	err = node.Run(ctx, driver.Loop{Inbox: ep.in.C, Taken: ep.in.Take, Connection: conn})
 	m.nc.Flush()
 	m.rejected = node.Master().Rejections()
 	return node.Outcome(ctx, err)

@@ -117,7 +117,7 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 	if err := ep.subscribe(ctlSubject(opt.Name), controls, controls.limits()); err != nil {
 		return err
 	}
-	loop := opt.Loop(ep.inbox, ep.take, ep.pending)
+	loop := opt.Loop(ep.in.C, ep.in.Take, ep.pending)
 	var watch *driver.MasterWatch
 	if opt.MasterGoneAfter > 0 {
 		p, err := newProbes(nc, ep.Now)
