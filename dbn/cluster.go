@@ -17,6 +17,7 @@ import (
 	"github.com/pipedbn/pipedbn/data"
 	"github.com/pipedbn/pipedbn/monitor"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
@@ -77,7 +78,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	}
 	saver := newSaver(out, stageCfgs, log)
 	rec := &recorder{monitor: opt.Monitor}
-	plan := natsnet.Plan{
+	plan := driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run: protocol.Run{ID: state.RunID}, Stages: stageCfgs, Data: train.X, N: train.N, ShuffleSeed: shuffleSeed,
 			Credits: cfg.Cluster.Credits, CheckpointEvery: cfg.Reliability.CheckpointEvery,
@@ -310,7 +311,7 @@ func (r *recorder) recoveries() []protocol.Recovery {
 
 // runMaster runs the master's plan; an interrupted run says how to resume
 // it and gives the interruption's cause.
-func runMaster(ctx context.Context, master *natsnet.Master, plan natsnet.Plan, cfg *config.Config, out string, log hclog.Logger) ([]protocol.Trained, error) {
+func runMaster(ctx context.Context, master *natsnet.Master, plan driver.Plan, cfg *config.Config, out string, log hclog.Logger) ([]protocol.Trained, error) {
 	res, err := master.Run(ctx, plan)
 	if err == nil {
 		return res, nil

@@ -420,7 +420,7 @@ func (l *layout) inMaster(cfg *config.Config) bool {
 type inMasterGroup struct {
 	peers *driver.Peers
 	// start runs the group, once: when the master listens for
-	// registrations (natsnet.Plan.Listening).
+	// registrations (driver.Plan.Listening).
 	start func()
 	once  sync.Once
 	done  chan struct{}
@@ -437,10 +437,10 @@ func newInMaster(ctx context.Context, cfg *config.Config, url string, creds []na
 		return nil, fmt.Errorf("start the slaves in the master: %w", err)
 	}
 	g := &inMasterGroup{peers: driver.NewPeers(), done: make(chan struct{})}
-	opt := natsnet.SlaveOptions{
-		URL: url, Credentials: creds, Threads: blas.Threads(), JoinTimeout: cfg.Cluster.JoinTimeout, Peers: g.peers,
+	opt := natsnet.SlaveOptions{URL: url, Credentials: creds, SlaveOptions: driver.SlaveOptions{
+		Threads: blas.Threads(), JoinTimeout: cfg.Cluster.JoinTimeout, Peers: g.peers,
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "slave", Output: f, Level: hclog.Info}),
-	}
+	}}
 	g.start = func() {
 		go func() {
 			defer close(g.done)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/internal/natsprobe"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/natsnet"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
@@ -372,10 +373,9 @@ func TestPipelinedRunOnSecuredServer(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			serveErrs <- natsnet.ServeSlave(ctx, natsnet.SlaveOptions{
-				URL: s.url, Credentials: s.sec.Slaves, Threads: 1, JoinTimeout: 20 * time.Second,
-				StatusEvery: 100 * time.Millisecond, Logger: log,
-			})
+			serveErrs <- natsnet.ServeSlave(ctx, natsnet.SlaveOptions{URL: s.url, Credentials: s.sec.Slaves, SlaveOptions: driver.SlaveOptions{
+				Threads: 1, JoinTimeout: 20 * time.Second, StatusEvery: 100 * time.Millisecond, Logger: log,
+			}})
 		}()
 	}
 	defer func() {
@@ -408,7 +408,7 @@ func TestPipelinedRunOnSecuredServer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %d: %v", run, err)
 		}
-		res, err := natsnet.NewMaster(nc, log.Named("master")).Run(rctx, natsnet.Plan{
+		res, err := natsnet.NewMaster(nc, log.Named("master")).Run(rctx, driver.Plan{
 			MasterConfig: protocol.MasterConfig{
 				Run:             protocol.Run{ID: runID},
 				Stages:          stages,
@@ -473,7 +473,7 @@ func TestPipelinedRunOnSecuredServer(t *testing.T) {
 			return err
 		})
 	}
-	err = natsnet.RunSlave(context.Background(), natsnet.SlaveOptions{URL: s.url, Credentials: s.sec.Slaves, JoinTimeout: time.Second})
+	err = natsnet.RunSlave(context.Background(), natsnet.SlaveOptions{URL: s.url, Credentials: s.sec.Slaves, SlaveOptions: driver.SlaveOptions{JoinTimeout: time.Second}})
 	if !errors.Is(err, natsnet.ErrIdentitiesInUse) {
 		t.Errorf("a slave on a pool of %d held identities: %v; want %v", slaves, err, natsnet.ErrIdentitiesInUse)
 	}

@@ -320,6 +320,19 @@ type ReassemblerStats struct {
 	Reserved, Peak int64
 }
 
+// Add adds o to s, field by field: the stats of several reassemblers
+// summed, whose Peak, the sum of theirs, bounds what they held at once.
+func (s *ReassemblerStats) Add(o ReassemblerStats) {
+	s.Completed += o.Completed
+	s.Duplicates += o.Duplicates
+	s.Stale += o.Stale
+	s.Rejected += o.Rejected
+	s.Evicted += o.Evicted
+	s.InFlight += o.InFlight
+	s.Reserved += o.Reserved
+	s.Peak += o.Peak
+}
+
 // Reassembler puts fragments made by Split back together. Fragments of
 // several messages may arrive interleaved, in any order and more than once.
 // Its memory is bounded by its ReassemblerConfig. It is safe for concurrent

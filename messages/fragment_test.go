@@ -391,3 +391,33 @@ func TestPendingBytes(t *testing.T) {
 		t.Errorf("PendingBytes(MaxInt64) = %d; want it to saturate", got)
 	}
 }
+
+// Add sums every field of the stats: one left out would read zero in a sum.
+func TestReassemblerStatsAdd(t *testing.T) {
+	var one ReassemblerStats
+	v := reflect.ValueOf(&one).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.CanUint() {
+			f.SetUint(uint64(i + 1))
+		} else {
+			f.SetInt(int64(i + 1))
+		}
+	}
+	var sum ReassemblerStats
+	sum.Add(one)
+	sum.Add(one)
+	w := reflect.ValueOf(sum)
+	for i := range w.NumField() {
+		got := w.Field(i)
+		n := int64(0)
+		if got.CanUint() {
+			n = int64(got.Uint())
+		} else {
+			n = got.Int()
+		}
+		if n != int64(2*(i+1)) {
+			t.Errorf("%s summed to %d; want %d", w.Type().Field(i).Name, n, 2*(i+1))
+		}
+	}
+}

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,6 +35,42 @@ type Loop struct {
 	// training's goroutine, with the moment it began.
 	AfterJob func(began time.Time)
 }
+
+// Inbox is where a transport whose messages arrive on goroutines of its
+// own (NATS subscriptions) hands them to a node's loop (Loop.Inbox and
+// Loop.Taken): it counts the bytes it holds until the loop takes them.
+type Inbox struct {
+	// C delivers to the loop.
+	C      chan Delivery
+	closed chan struct{}
+	queued atomic.Int64
+}
+
+// NewInbox returns an inbox that holds n deliveries before Deliver waits.
+func NewInbox(n int) *Inbox {
+	return &Inbox{C: make(chan Delivery, n), closed: make(chan struct{})}
+}
+
+// Deliver hands d to the loop: it waits for room, unless the inbox is
+// closed (see Close).
+func (in *Inbox) Deliver(d Delivery) {
+	in.queued.Add(int64(d.Size))
+	select {
+	case in.C <- d:
+	case <-in.closed:
+		in.queued.Add(-int64(d.Size))
+	}
+}
+
+// Take notes that the loop took d (a Loop's Taken).
+func (in *Inbox) Take(d Delivery) { in.queued.Add(-int64(d.Size)) }
+
+// Queued returns the bytes delivered and not yet taken.
+func (in *Inbox) Queued() int { return int(in.queued.Load()) }
+
+// Close makes Deliver drop, uncounted, what finds no room, rather than
+// wait: the loop is over, or about to be, and takes nothing more.
+func (in *Inbox) Close() { close(in.closed) }
 
 // Run is the node's loop in real time, until its machine is over: what
 // arrives in l.Inbox, ticks every Timing.Tick, the work it started, and

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -123,6 +124,22 @@ func NewSlave(cfg protocol.SlaveConfig, c Config) (*Node, error) {
 	}
 	n.slave, n.ready = s, s.Ready
 	return n, nil
+}
+
+// Outcome is the end of a master's Run that ended with err: the RBMs it
+// trained, in order, or the error; an interrupt that ctx's end caused ends
+// it with ctx's error. It logs the messages the master dropped, if any.
+func (n *Node) Outcome(ctx context.Context, err error) ([]protocol.Trained, error) {
+	if r := n.master.Rejections(); r.Total() > 0 {
+		n.log.Warn("the master dropped messages", "rejected", r.String())
+	}
+	if err != nil {
+		if errors.Is(err, protocol.ErrInterrupted) && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	return n.master.Trained(), nil
 }
 
 // Master returns the node's master; nil on a slave.

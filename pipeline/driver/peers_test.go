@@ -74,3 +74,28 @@ func TestPeersHand(t *testing.T) {
 		t.Error("hand to a slave that left = true; want false")
 	}
 }
+
+// An inbox counts the bytes it holds until the loop takes them, and once
+// closed drops, uncounted, what finds no room rather than waiting.
+func TestInbox(t *testing.T) {
+	in := NewInbox(1)
+	in.Deliver(Delivery{Size: 5})
+	if in.Queued() != 5 {
+		t.Errorf("queued %d; want 5", in.Queued())
+	}
+	done := make(chan struct{})
+	go func() {
+		in.Deliver(Delivery{Size: 7}) // no room: waits until closed
+		close(done)
+	}()
+	in.Take(<-in.C)
+	<-in.C // the second, now that there is room
+	in.Take(Delivery{Size: 7})
+	<-done
+	in.Deliver(Delivery{Size: 3})
+	in.Close()
+	in.Deliver(Delivery{Size: 4}) // no room: dropped
+	if in.Queued() != 3 || len(in.C) != 1 {
+		t.Errorf("closed: queued %d, %d held; want 3 bytes in 1", in.Queued(), len(in.C))
+	}
+}

@@ -113,18 +113,33 @@ func Serve(ctx context.Context, s Serving) error {
 	}
 }
 
-// Seat runs one slave of a stage group, named name, until its run is
-// over; turn is the group's: one of its slaves trains at a time.
-type Seat func(ctx context.Context, name string, turn *sync.Mutex) error
-
-// RunGroup runs a stage group's slaves, one per name, each with seat, in
-// this process. A slave whose name is still held by a process heard from
-// moments ago (a restarted group whose master has not yet noticed that its
-// predecessor is gone) registers again until join. When one slave fails,
-// RunGroup stops the others and returns the first error.
-func RunGroup(ctx context.Context, names []string, join time.Duration, log hclog.Logger, seat Seat) error {
-	if len(names) == 0 {
+// RunGroup runs a stage group of a plan in this process: one slave per
+// name, each with run, registering and training the RBM the master seats it
+// at (its plan's Seating gives a group's names consecutive RBMs). The
+// slaves share the process's BLAS threads (o.Threads) and train one window
+// at a time, in the group's turn, each window with all of them, so that a
+// group on one machine does the work of greedy pre-training in the same
+// time, while its windows still flow as the pipelined schedule's. run gets
+// o (Defaults filled in) with the slave's name, a logger named after it,
+// the turn, and Peers shared by the group (new ones unless o has them),
+// which hand the middle results and credits between the group's RBMs over
+// in memory (the same messages, in order, under the same protocol).
+//
+// A slave whose name is still held by a process heard from moments ago (a
+// restarted group whose master has not yet noticed that its predecessor is
+// gone) registers again until o.JoinTimeout. When one slave fails, RunGroup
+// stops the others (each leaving its checkpoint) and returns the first
+// error. One name runs as a lone slave, with o's logger and peers: a spare
+// ends with nil (Spare).
+func RunGroup(ctx context.Context, o SlaveOptions, names []string, run func(context.Context, SlaveOptions) error) error {
+	o.Defaults()
+	switch len(names) {
+	case 0:
 		return errors.New("slave group: no names")
+	case 1:
+		o.Name = names[0]
+		err := run(ctx, o)
+		return Spare(err, o.Logger)
 	}
 	seen := map[string]bool{}
 	for _, n := range names {
@@ -132,6 +147,9 @@ func RunGroup(ctx context.Context, names []string, join time.Duration, log hclog
 			return Fatal(fmt.Errorf("slave group: name %q twice", n))
 		}
 		seen[n] = true
+	}
+	if o.Peers == nil {
+		o.Peers = NewPeers()
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -142,7 +160,9 @@ func RunGroup(ctx context.Context, names []string, join time.Duration, log hclog
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := runSeat(ctx, name, join, log, func(ctx context.Context) error { return seat(ctx, name, turn) })
+			s := o
+			s.Name, s.Logger, s.turn = name, o.Logger.Named(name), turn
+			err := runSeat(ctx, name, o.JoinTimeout, o.Logger, func(ctx context.Context) error { return run(ctx, s) })
 			if err != nil && !errors.Is(err, protocol.ErrClusterFull) {
 				errs[k] = fmt.Errorf("slave %s: %w", name, err)
 				cancel(errs[k])

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -40,6 +41,8 @@ type MasterWatch struct {
 	since time.Duration
 	what  string
 	log   hclog.Logger
+	// gone is the master's loss, once Check has declared it.
+	gone error
 }
 
 // NewMasterWatch watches p, the presence of a slave's master on the
@@ -80,4 +83,27 @@ func (w *MasterWatch) Gone(now time.Duration) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s for %s (--master-gone-after %s)", protocol.ErrMasterGone, w.what, (now - w.since).Round(time.Second), w.after)
+}
+
+// Check is Gone as a Loop's Check: the first time the master is gone, it
+// says so and interrupts the slave; the loss stays for Outcome.
+func (w *MasterWatch) Check(now time.Duration) error {
+	if w.gone != nil {
+		return nil
+	}
+	if w.gone = w.Gone(now); w.gone != nil {
+		w.log.Error("the master is gone; leaving", "error", w.gone)
+	}
+	return w.gone
+}
+
+// Outcome is how a slave's run that ended with err ends: with the master's
+// loss where Check declared it, unless the run ended with another error
+// (a finished slave ends with nil on an interrupt). A nil watch, a slave
+// that does not watch, returns err.
+func (w *MasterWatch) Outcome(err error) error {
+	if w != nil && w.gone != nil && (err == nil || errors.Is(err, protocol.ErrMasterGone)) {
+		return w.gone
+	}
+	return err
 }

@@ -49,3 +49,32 @@ func TestMasterWatch(t *testing.T) {
 		t.Fatalf("Gone 11s after nobody listened = %v; want ErrMasterGone", err)
 	}
 }
+
+// Check interrupts a slave once, when its master is gone, and Outcome then
+// ends the run with the loss, unless the run failed otherwise; a slave that
+// does not watch (a nil watch) ends as its run did.
+func TestMasterWatchCheck(t *testing.T) {
+	p := &presence{connected: false}
+	w := NewMasterWatch(p, "NATS at nats://x", time.Second, hclog.NewNullLogger())
+	if err := w.Check(0); err != nil {
+		t.Fatalf("Check at once = %v", err)
+	}
+	gone := w.Check(2 * time.Second)
+	if !errors.Is(gone, protocol.ErrMasterGone) {
+		t.Fatalf("Check after 2s = %v; want ErrMasterGone", gone)
+	}
+	if err := w.Check(3 * time.Second); err != nil {
+		t.Errorf("Check again = %v; want nil: the slave is interrupted once", err)
+	}
+	if err := w.Outcome(nil); err != gone {
+		t.Errorf("Outcome(nil) = %v; want the loss", err)
+	}
+	other := errors.New("boom")
+	if err := w.Outcome(other); err != other {
+		t.Errorf("Outcome(boom) = %v; want boom", err)
+	}
+	var none *MasterWatch
+	if err := none.Outcome(other); err != other {
+		t.Errorf("nil watch: Outcome(boom) = %v; want boom", err)
+	}
+}

@@ -372,8 +372,8 @@ func TestBadInput(t *testing.T) {
 			timeout := time.After(20 * time.Second)
 			for !c.Ready() {
 				select {
-				case d := <-ep.inbox:
-					ep.take(d)
+				case d := <-ep.in.C:
+					ep.in.Take(d)
 					func() {
 						defer func() {
 							if p := recover(); p != nil {

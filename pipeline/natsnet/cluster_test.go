@@ -16,6 +16,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/internal/testbin"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
@@ -239,7 +240,7 @@ func clusterNodeLoss(t *testing.T, mastersServer bool) {
 		recs   []protocol.Recovery
 		lost   []string
 	)
-	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:             protocol.Run{ID: "cluster"},
 			Stages:          c.cfgs,

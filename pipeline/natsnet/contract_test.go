@@ -40,9 +40,9 @@ func contractNetwork(srv *Embedded, peers bool) drivertest.Network {
 		return drivertest.Net{Node: func(name string) drivertest.Node {
 			ep := contractEndpoint(t, srv, name)
 			if p != nil {
-				p.Add(name, ep.inbox, &driver.Counters{})
+				p.Add(name, ep.in.C, &driver.Counters{})
 			}
-			return drivertest.Node{Transport: ep, Inbox: ep.inbox, Peers: p}
+			return drivertest.Node{Transport: ep, Inbox: ep.in.C, Peers: p}
 		}}
 	}
 }

@@ -38,10 +38,6 @@ func SlaveUser(k int) string { return fmt.Sprintf("slave-%d", k) }
 // held by another connection.
 var ErrIdentitiesInUse = errors.New("natsnet: every identity is in use")
 
-// errIdentity marks a slave whose name and credentials do not fit together:
-// retrying cannot help.
-var errIdentity = errors.New("identity")
-
 // ReadCredentials reads a credentials file: one `user:password` a line,
 // blank lines and lines starting with '#' skipped. A file of one line is one
 // identity (the master's, or one slave's on its own host); a file of several

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 )
 
 func TestReadCredentials(t *testing.T) {
@@ -58,7 +60,7 @@ func TestReadCredentials(t *testing.T) {
 func TestSlaveNameMustBeAUser(t *testing.T) {
 	t.Parallel()
 	opt := SlaveOptions{
-		URL: "nats://127.0.0.1:1", Name: "slave-9", JoinTimeout: time.Second,
+		URL: "nats://127.0.0.1:1", SlaveOptions: driver.SlaveOptions{Name: "slave-9", JoinTimeout: time.Second},
 		Credentials: []Credential{{"slave-1", "a"}, {"slave-2", "b"}},
 	}
 	for name, run := range map[string]func(context.Context, SlaveOptions) error{"RunSlave": RunSlave, "ServeSlave": ServeSlave} {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -24,8 +23,7 @@ type endpoint struct {
 	self  string
 	log   hclog.Logger
 	start time.Time
-	inbox chan driver.Delivery
-	done  chan struct{} // closed by close: subscriptions stop delivering
+	in    *driver.Inbox // closed by close: subscriptions stop waiting for the loop
 
 	nextID uint64 // of the next message's fragments; the loop's alone
 
@@ -41,7 +39,6 @@ type endpoint struct {
 	rejects driver.RejectLog // what the subscriptions dropped, logged
 
 	window driver.Counters // bytes of windows in and out
-	queued atomic.Int64    // bytes in the inbox
 
 	// probes, if set, go out with a slave's status reports (see probes).
 	probes *probes
@@ -49,8 +46,7 @@ type endpoint struct {
 
 func newEndpoint(nc *nats.Conn, self string, log hclog.Logger) *endpoint {
 	return &endpoint{
-		nc: nc, self: self, log: log, start: time.Now(),
-		inbox: make(chan driver.Delivery, 64), done: make(chan struct{}),
+		nc: nc, self: self, log: log, start: time.Now(), in: driver.NewInbox(64),
 		nextID: rand.Uint64(), subs: map[string]*nats.Subscription{}, res: map[string]*messages.Reassembler{}, links: map[string]bool{},
 	}
 }
@@ -134,7 +130,7 @@ func (ep *endpoint) receive(re *messages.Reassembler, f family, msg *nats.Msg) {
 		// A part of a message, or a duplicate. A window's part says that
 		// the window is on its way.
 		if f.name == windows.name {
-			ep.deliver(driver.Delivery{Arriving: true, Link: true})
+			ep.in.Deliver(driver.Delivery{Arriving: true, Link: true})
 		}
 		return
 	}
@@ -150,7 +146,7 @@ func (ep *endpoint) receive(re *messages.Reassembler, f family, msg *nats.Msg) {
 	if a, ok := m.(*messages.Assign); ok && f.name == controls.name {
 		ep.assigned(re, a)
 	}
-	ep.deliver(driver.Delivery{Env: protocol.Envelope{From: f.sender(msg.Subject), To: ep.self, Msg: m}, Size: size})
+	ep.in.Deliver(driver.Delivery{Env: protocol.Envelope{From: f.sender(msg.Subject), To: ep.self, Msg: m}, Size: size})
 }
 
 // assigned raises the limits of the slave's control subject, and of the
@@ -170,7 +166,7 @@ func (ep *endpoint) assigned(re *messages.Reassembler, a *messages.Assign) {
 // reject hands the loop a rejection and logs it (driver.RejectLog).
 func (ep *endpoint) reject(f family, subject string, reason messages.RejectReason, err error) {
 	ep.rejects.Log(ep.log, subject, reason, err)
-	ep.deliver(driver.Delivery{Rejected: true, Reason: reason, Link: f.name == windows.name})
+	ep.in.Deliver(driver.Delivery{Rejected: true, Reason: reason, Link: f.name == windows.name})
 }
 
 // reassembly returns what the reassemblers of ep's subscriptions hold of
@@ -180,34 +176,14 @@ func (ep *endpoint) reassembly() messages.ReassemblerStats {
 	defer ep.mu.Unlock()
 	var t messages.ReassemblerStats
 	for _, re := range ep.res {
-		s := re.Stats()
-		t.Completed += s.Completed
-		t.Duplicates += s.Duplicates
-		t.Stale += s.Stale
-		t.Rejected += s.Rejected
-		t.Evicted += s.Evicted
-		t.InFlight += s.InFlight
-		t.Reserved += s.Reserved
-		t.Peak += s.Peak
+		t.Add(re.Stats())
 	}
 	return t
 }
 
-func (ep *endpoint) deliver(d driver.Delivery) {
-	ep.queued.Add(int64(d.Size))
-	select {
-	case ep.inbox <- d:
-	case <-ep.done:
-		ep.queued.Add(-int64(d.Size))
-	}
-}
-
-// take notes that the loop took d from the inbox.
-func (ep *endpoint) take(d driver.Delivery) { ep.queued.Add(-int64(d.Size)) }
-
 // pending returns the bytes received and not yet taken by the loop.
 func (ep *endpoint) pending() int {
-	n := int(ep.queued.Load())
+	n := ep.in.Queued()
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	for _, s := range ep.subs {
@@ -272,7 +248,7 @@ func disconnected(nc *nats.Conn, err error) bool {
 
 // close ends every subscription.
 func (ep *endpoint) close() {
-	close(ep.done)
+	ep.in.Close()
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	for subject, s := range ep.subs {

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pipedbn/pipedbn/messages"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
@@ -41,7 +42,7 @@ func TestRegistrationFlood(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	m := NewMaster(nc, testLogger(t))
-	got, err := m.Run(ctx, Plan{
+	got, err := m.Run(ctx, driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:     protocol.Run{ID: "flood"},
 			Stages:  cfgs,
@@ -65,8 +66,7 @@ func TestRegistrationFlood(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if err := RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: fmt.Sprintf("fl%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second,
-						StatusEvery: 50 * time.Millisecond, Logger: testLogger(t)}); err != nil {
+					if err := RunSlave(ctx, SlaveOptions{URL: srv.URL(), SlaveOptions: driver.SlaveOptions{Name: fmt.Sprintf("fl%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second, StatusEvery: 50 * time.Millisecond, Logger: testLogger(t)}}); err != nil {
 						t.Errorf("slave fl%d: %v", i+1, err)
 					}
 				}()
@@ -129,8 +129,8 @@ func TestSlaveLimitsFollowAssign(t *testing.T) {
 		timeout := time.After(10 * time.Second)
 		for {
 			select {
-			case d := <-ep.inbox:
-				ep.take(d)
+			case d := <-ep.in.C:
+				ep.in.Take(d)
 				switch {
 				case d.Rejected:
 					rejected++

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
@@ -61,7 +62,7 @@ func masterGone(t *testing.T, serverToo bool) {
 	var once sync.Once
 	ran := make(chan error, 1)
 	go func() {
-		_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{
+		_, err := NewMaster(nc, testLogger(t)).Run(ctx, driver.Plan{
 			MasterConfig: protocol.MasterConfig{
 				Run:             protocol.Run{ID: "gone"},
 				Stages:          c.cfgs,
@@ -160,7 +161,7 @@ func TestServingSlaveRejoinsRestartedMaster(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	plan := Plan{
+	plan := driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:             protocol.Run{ID: "back"},
 			Stages:          c.cfgs,
@@ -264,7 +265,7 @@ func TestServingSlaveSaysItWaits(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3500*time.Millisecond)
 	defer cancel()
 	url := fmt.Sprintf("nats://127.0.0.1:%d", freePort(t))
-	if err := ServeSlave(ctx, SlaveOptions{URL: url, Name: "w1", Threads: 1, Logger: logger}); err != context.DeadlineExceeded {
+	if err := ServeSlave(ctx, SlaveOptions{URL: url, SlaveOptions: driver.SlaveOptions{Name: "w1", Threads: 1, Logger: logger}}); err != context.DeadlineExceeded {
 		t.Fatalf("ServeSlave = %v; want %v", err, context.DeadlineExceeded)
 	}
 	mu.Lock()

@@ -18,6 +18,7 @@ import (
 	"github.com/pipedbn/pipedbn/internal/natsprobe"
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
@@ -430,7 +431,7 @@ func TestRegistrationIsBoundToItsIdentity(t *testing.T) {
 	var got []protocol.Trained
 	go func() {
 		var err error
-		got, err = m.Run(ctx, Plan{
+		got, err = m.Run(ctx, driver.Plan{
 			MasterConfig: protocol.MasterConfig{
 				Run:     protocol.Run{ID: "impostor"},
 				Stages:  cfgs,
@@ -464,8 +465,7 @@ func TestRegistrationIsBoundToItsIdentity(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := RunSlave(ctx, SlaveOptions{URL: srv.URL(), Credentials: []Credential{c}, Threads: 1, JoinTimeout: 20 * time.Second,
-				StatusEvery: 50 * time.Millisecond, WindowDelay: 20 * time.Millisecond, Logger: testLogger(t)}); err != nil {
+			if err := RunSlave(ctx, SlaveOptions{URL: srv.URL(), Credentials: []Credential{c}, SlaveOptions: driver.SlaveOptions{Threads: 1, JoinTimeout: 20 * time.Second, StatusEvery: 50 * time.Millisecond, WindowDelay: 20 * time.Millisecond, Logger: testLogger(t)}}); err != nil {
 				t.Errorf("slave %s: %v", c.User, err)
 			}
 		}()

@@ -2,8 +2,6 @@ package natsnet
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -14,35 +12,6 @@ import (
 	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
-
-// Plan is one pipelined pre-training run for the master to carry out.
-type Plan struct {
-	// MasterConfig is the run for the protocol's master: Run.ID names it
-	// on the wire, and Timing's zero fields take protocol.DefaultTiming's
-	// values, with protocol.DefaultJoinTimeout and
-	// protocol.DefaultLostAfter. Master.Run sets the incarnation, Stored
-	// (from Store) and Logger (the Master's).
-	protocol.MasterConfig
-	// Peers, if set, are the slaves running in the master's process: the
-	// data windows and their credits go between them in memory.
-	Peers *driver.Peers
-	// Store keeps the checkpoints; nil keeps them in the master's memory.
-	Store protocol.Store
-	// Resume restarts an interrupted run from what Store holds of it, as a
-	// new incarnation: the words of the earlier one are rejected.
-	Resume bool
-	// Respawn, if set, starts a replacement for the lost slave of RBM rbm
-	// (the embedded default restarts its local slave process); otherwise
-	// the master waits for any new slave to register. Its ctx is done
-	// when the lost slave speaks again before any replacement came (it
-	// only stalled, and goes on), or when the run ends.
-	Respawn func(ctx context.Context, rbm int, lost string) error
-	// Listening, if set, is called once the master listens for
-	// registrations (the server has its subscriptions): slaves started
-	// then are heard at their first registration, not a RegisterEvery
-	// later.
-	Listening func()
-}
 
 // Master is the master's side of a cluster: it drives the protocol's
 // master (registration, assignment, the data feed to slave 1, checkpoints,
@@ -69,44 +38,15 @@ func NewMaster(nc *nats.Conn, log hclog.Logger) *Master {
 // incarnation, registrations under a name not their sender's (foreign).
 func (m *Master) Rejected() messages.Rejections { return m.rejected }
 
-// limits bounds the reassembly of what arrives on a subject of family f:
-// what a slave of the plan's largest RBM may send, from each sender, and on
-// a report subject, which all the slaves share, room for every seat's.
-func (m *Master) limits(f family, cfg protocol.MasterConfig, rows int) messages.ReassemblerConfig {
-	shapes := make([]messages.Shape, len(cfg.Stages))
-	for i, c := range cfg.Stages {
-		shapes[i] = protocol.ShapeOf(c, rows)
-	}
-	lim := f.limits(shapes...)
-	if f.name == reports.name {
-		seats := max(len(cfg.Stages), 1)
-		if cfg.Replicas != nil {
-			seats = 0
-			for _, r := range cfg.Replicas {
-				seats += max(r, 1)
-			}
-		}
-		lim.MaxBytes = lim.MaxSenderBytes * int64(seats)
-		lim.MaxMessages = max(16, 2*seats)
-	}
-	return lim
-}
-
 // Run carries out the plan and returns the trained RBMs in order.
 // Cancelling ctx interrupts the run: every slave is asked to leave a
 // checkpoint first, and Run returns ctx's error.
-func (m *Master) Run(ctx context.Context, p Plan) ([]protocol.Trained, error) {
-	if err := protocol.CheckName(p.Run.ID); err != nil {
-		return nil, fmt.Errorf("run %w", err)
-	}
-	if p.Store == nil {
-		p.Store = protocol.NewMemStore()
-	}
-	cfg, err := m.config(ctx, p)
+func (m *Master) Run(ctx context.Context, p driver.Plan) ([]protocol.Trained, error) {
+	cfg, err := p.Begin(ctx, m.log)
 	if err != nil {
 		return nil, err
 	}
-	ep, err := m.listen(cfg, p)
+	ep, err := m.listen(cfg, p.Listening)
 	if err != nil {
 		return nil, err
 	}
@@ -119,40 +59,32 @@ func (m *Master) Run(ctx context.Context, p Plan) ([]protocol.Trained, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = node.Run(ctx, driver.Loop{Inbox: ep.inbox, Taken: ep.take, Connection: conn})
+	err = node.Run(ctx, driver.Loop{Inbox: ep.in.C, Taken: ep.in.Take, Connection: conn})
 	m.nc.Flush()
-	if m.rejected = node.Master().Rejections(); m.rejected.Total() > 0 {
-		m.log.Warn("the master dropped messages", "rejected", m.rejected.String())
-	}
-	if err != nil {
-		if errors.Is(err, protocol.ErrInterrupted) && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, err
-	}
-	return node.Master().Trained(), nil
+	m.rejected = node.Master().Rejections()
+	return node.Outcome(ctx, err)
 }
 
 // listen subscribes the master's endpoint to the reports, credits and
-// registrations of the run, and tells p.Listening.
-func (m *Master) listen(cfg protocol.MasterConfig, p Plan) (*endpoint, error) {
+// registrations of the run, and then tells listening (driver.Plan's).
+func (m *Master) listen(cfg protocol.MasterConfig, listening func()) (*endpoint, error) {
 	ep := newEndpoint(m.nc, protocol.MasterName, m.log)
 	run := cfg.Run.ID
 	for subject, f := range map[string]family{
 		reportSubject(run, "*"): reports, creditSubject(run, "*", protocol.MasterName): credits, registerSubject("*"): registers,
 	} {
-		if err := ep.subscribe(subject, f, m.limits(f, cfg, p.N)); err != nil {
+		if err := ep.subscribe(subject, f, protocol.ReassemblyLimits(cfg, f.kinds, f.name == reports.name)); err != nil {
 			ep.close()
 			return nil, err
 		}
 	}
 	m.ep.Store(ep)
-	if p.Listening != nil {
+	if listening != nil {
 		if err := m.nc.Flush(); err != nil {
 			ep.close()
 			return nil, err
 		}
-		p.Listening()
+		listening()
 	}
 	return ep, nil
 }
@@ -185,15 +117,4 @@ func (m *Master) watchConnection() (<-chan bool, func()) {
 		m.nc.SetDisconnectErrHandler(nil)
 		m.nc.SetReconnectHandler(nil)
 	}
-}
-
-// config turns the plan into the protocol master's configuration: a new
-// run, or, resuming, what the store holds of the interrupted one, as a new
-// incarnation (driver.Begin).
-func (m *Master) config(ctx context.Context, p Plan) (protocol.MasterConfig, error) {
-	cfg := p.MasterConfig
-	cfg.Run = protocol.Run{ID: p.Run.ID}
-	cfg.Timing = cfg.Timing.WithDefaults()
-	cfg.Stored, cfg.Logger = nil, m.log
-	return cfg, driver.Begin(ctx, p.Store, &cfg, p.Resume)
 }

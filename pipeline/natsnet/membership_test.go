@@ -11,6 +11,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
@@ -31,13 +32,13 @@ func TestDuplicateNameIsRefused(t *testing.T) {
 	exits := make(chan exit, 3)
 	start := func(name string) {
 		go func() {
-			err := RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: name, Threads: 1, JoinTimeout: 20 * time.Second, Logger: testLogger(t)})
+			err := RunSlave(ctx, SlaveOptions{URL: srv.URL(), SlaveOptions: driver.SlaveOptions{Name: name, Threads: 1, JoinTimeout: 20 * time.Second, Logger: testLogger(t)}})
 			exits <- exit{name, err}
 		}()
 	}
 	ran := make(chan error, 1)
 	go func() {
-		_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "dup"}, Stages: cfgs, Data: examples(3, 16, 9), N: 16, Credits: 2, Timing: protocol.Timing{JoinTimeout: 20 * time.Second}}})
+		_, err := NewMaster(nc, testLogger(t)).Run(ctx, driver.Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "dup"}, Stages: cfgs, Data: examples(3, 16, 9), N: 16, Credits: 2, Timing: protocol.Timing{JoinTimeout: 20 * time.Second}}})
 		ran <- err
 	}()
 	start("dup")
@@ -84,7 +85,7 @@ func TestHungSlaveIsTakenBack(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGSTOP)
 		time.AfterFunc(2500*time.Millisecond, func() { cmd.Process.Signal(syscall.SIGCONT) })
 	}
-	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:             protocol.Run{ID: "hung"},
 			Stages:          c.cfgs,
@@ -144,7 +145,7 @@ func TestListeningHearsTheFirstRegistration(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	calls, joined := 0, make(chan string, 1)
-	_, err = NewMaster(nc, testLogger(t)).Run(ctx, Plan{
+	_, err = NewMaster(nc, testLogger(t)).Run(ctx, driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:     protocol.Run{ID: "listening"},
 			Stages:  stageConfigs([]int{9, 6}, 1, 4, 1),

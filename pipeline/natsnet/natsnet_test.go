@@ -24,6 +24,7 @@ import (
 	"github.com/pipedbn/pipedbn/internal/memlimit"
 	"github.com/pipedbn/pipedbn/internal/testbin"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
 )
@@ -106,7 +107,7 @@ func TestSlaveProcessesMatchInMemory(t *testing.T) {
 	}
 	var mu sync.Mutex
 	statuses := 0
-	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:         protocol.Run{ID: "e2e"},
 			Stages:      cfgs,
@@ -161,10 +162,10 @@ func TestSlowSlaveLosesNothing(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	for i := range cfgs {
-		opt := SlaveOptions{URL: srv.URL(), Name: fmt.Sprintf("s%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second, Logger: testLogger(t)}
+		opt := SlaveOptions{URL: srv.URL(), SlaveOptions: driver.SlaveOptions{Name: fmt.Sprintf("s%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second, Logger: testLogger(t)}}
 		if i == 1 {
 			// Ten times slower: sleep nine times the window's training time.
-			opt.afterWindow = func(busy time.Duration, pending int) {
+			opt.AfterWindow = func(busy time.Duration, pending int) {
 				time.Sleep(9*busy + 2*time.Millisecond)
 				pmu.Lock()
 				maxPending = max(maxPending, pending)
@@ -179,7 +180,7 @@ func TestSlowSlaveLosesNothing(t *testing.T) {
 			}
 		}()
 	}
-	got, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{
+	got, err := NewMaster(nc, testLogger(t)).Run(ctx, driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:         protocol.Run{ID: "slow"},
 			Stages:      cfgs,
@@ -212,7 +213,7 @@ func TestSlowSlaveLosesNothing(t *testing.T) {
 func TestSlaveErrors(t *testing.T) {
 	t.Parallel()
 	// Nothing listens on this port: a clear error, fast.
-	err := RunSlave(context.Background(), SlaveOptions{URL: "nats://127.0.0.1:1", Name: "x", JoinTimeout: time.Second})
+	err := RunSlave(context.Background(), SlaveOptions{URL: "nats://127.0.0.1:1", SlaveOptions: driver.SlaveOptions{Name: "x", JoinTimeout: time.Second}})
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("cannot reach NATS at nats://127.0.0.1:1")) {
 		t.Errorf("RunSlave(no server) = %v; want a 'cannot reach NATS' error", err)
 	}
@@ -221,11 +222,11 @@ func TestSlaveErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Shutdown()
-	err = RunSlave(context.Background(), SlaveOptions{URL: srv.URL(), Name: "lonely", JoinTimeout: 1500 * time.Millisecond})
+	err = RunSlave(context.Background(), SlaveOptions{URL: srv.URL(), SlaveOptions: driver.SlaveOptions{Name: "lonely", JoinTimeout: 1500 * time.Millisecond}})
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("no master answered")) {
 		t.Errorf("RunSlave(no master) = %v; want a 'no master answered' error", err)
 	}
-	err = RunSlave(context.Background(), SlaveOptions{URL: srv.URL(), Name: "bad name"})
+	err = RunSlave(context.Background(), SlaveOptions{URL: srv.URL(), SlaveOptions: driver.SlaveOptions{Name: "bad name"}})
 	if err == nil {
 		t.Error("RunSlave(name with a space) = nil; want an error")
 	}
@@ -237,10 +238,10 @@ func TestJoinTimeoutNamesWhoCame(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	slaveDone := make(chan error, 1)
 	go func() {
-		slaveDone <- RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: "early", JoinTimeout: 5 * time.Second})
+		slaveDone <- RunSlave(ctx, SlaveOptions{URL: srv.URL(), SlaveOptions: driver.SlaveOptions{Name: "early", JoinTimeout: 5 * time.Second}})
 	}()
 	defer func() { cancel(); <-slaveDone }() // before serve's cleanup stops the server
-	_, err := NewMaster(nc, nil).Run(ctx, Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "wait"}, Stages: stageConfigs([]int{4, 3, 2}, 1, 2, 1), Data: make([]float32, 8), N: 2, Credits: 1, Timing: protocol.Timing{JoinTimeout: 1500 * time.Millisecond}}})
+	_, err := NewMaster(nc, nil).Run(ctx, driver.Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "wait"}, Stages: stageConfigs([]int{4, 3, 2}, 1, 2, 1), Data: make([]float32, 8), N: 2, Credits: 1, Timing: protocol.Timing{JoinTimeout: 1500 * time.Millisecond}}})
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("1 of 2 slaves joined (early)")) {
 		t.Errorf("Run with one slave of two = %v; want a join timeout naming 'early'", err)
 	}
@@ -257,7 +258,7 @@ func TestSpareSlaveIsNotAnError(t *testing.T) {
 	cfgs := stageConfigs([]int{9, 6, 4}, 1, 4, 1)
 	ran := make(chan error, 1)
 	go func() {
-		_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "spare"}, Stages: cfgs, Data: examples(3, 16, 9), N: 16, Credits: 2, Timing: protocol.Timing{JoinTimeout: 20 * time.Second}}})
+		_, err := NewMaster(nc, testLogger(t)).Run(ctx, driver.Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "spare"}, Stages: cfgs, Data: examples(3, 16, 9), N: 16, Credits: 2, Timing: protocol.Timing{JoinTimeout: 20 * time.Second}}})
 		ran <- err
 	}()
 	// The master listens before the slaves register, and the run lasts
@@ -267,7 +268,7 @@ func TestSpareSlaveIsNotAnError(t *testing.T) {
 	errs := make(chan error, slaves)
 	for i := range slaves {
 		go func() {
-			errs <- RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: fmt.Sprintf("sp%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second, WindowDelay: 300 * time.Millisecond})
+			errs <- RunSlave(ctx, SlaveOptions{URL: srv.URL(), SlaveOptions: driver.SlaveOptions{Name: fmt.Sprintf("sp%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second, WindowDelay: 300 * time.Millisecond}})
 		}()
 	}
 	if err := <-ran; err != nil {
@@ -323,7 +324,7 @@ func TestKilledSlaveIsDeclaredLost(t *testing.T) {
 			})
 		}
 	}}
-	_, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+	_, err := NewMaster(nc, testLogger(t)).Run(context.Background(), driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:         protocol.Run{ID: "kill"},
 			Stages:      cfgs,
@@ -377,9 +378,9 @@ func TestSlaveTooSmallFailsTheRun(t *testing.T) {
 	}
 	slaveDone := make(chan error, 1)
 	go func() {
-		slaveDone <- RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: "tiny", Threads: 1, JoinTimeout: 20 * time.Second, MemoryLimit: small})
+		slaveDone <- RunSlave(ctx, SlaveOptions{URL: srv.URL(), SlaveOptions: driver.SlaveOptions{Name: "tiny", Threads: 1, JoinTimeout: 20 * time.Second, MemoryLimit: small}})
 	}()
-	_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "small"}, Stages: stageConfigs([]int{9, 6}, 1, 4, 1), Data: examples(3, 16, 9), N: 16, Credits: 2, Timing: protocol.Timing{JoinTimeout: 20 * time.Second}}})
+	_, err := NewMaster(nc, testLogger(t)).Run(ctx, driver.Plan{MasterConfig: protocol.MasterConfig{Run: protocol.Run{ID: "small"}, Stages: stageConfigs([]int{9, 6}, 1, 4, 1), Data: examples(3, 16, 9), N: 16, Credits: 2, Timing: protocol.Timing{JoinTimeout: 20 * time.Second}}})
 	want := "rbm 1 on slave tiny: assignment: cannot hold RBM_1 (9x6): it needs about "
 	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "this process's cgroup allows 1.00 MiB (/sys/fs/cgroup/small/memory.max)") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("Run with a slave too small = %v; want one line holding %q and the limit", err, want)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
@@ -30,8 +31,7 @@ func TestForgedInputIsCounted(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: fmt.Sprintf("f%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second,
-				StatusEvery: 50 * time.Millisecond, WindowDelay: 20 * time.Millisecond, Logger: testLogger(t)}); err != nil {
+			if err := RunSlave(ctx, SlaveOptions{URL: srv.URL(), SlaveOptions: driver.SlaveOptions{Name: fmt.Sprintf("f%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second, StatusEvery: 50 * time.Millisecond, WindowDelay: 20 * time.Millisecond, Logger: testLogger(t)}}); err != nil {
 				t.Errorf("slave f%d: %v", i+1, err)
 			}
 		}()
@@ -54,7 +54,7 @@ func TestForgedInputIsCounted(t *testing.T) {
 	var once sync.Once
 	forged := make(chan struct{})
 	m := NewMaster(nc, testLogger(t))
-	got, err := m.Run(ctx, Plan{
+	got, err := m.Run(ctx, driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:     protocol.Run{ID: "forged"},
 			Stages:  cfgs,

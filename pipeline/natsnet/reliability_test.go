@@ -22,6 +22,7 @@ import (
 	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
 )
@@ -195,7 +196,7 @@ func TestChaosKilledSlavesAreReplaced(t *testing.T) {
 				recs     []protocol.Recovery
 			)
 			var victimName string
-			got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+			got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), driver.Plan{
 				MasterConfig: protocol.MasterConfig{
 					Run:             protocol.Run{ID: "chaos" + strconv.Itoa(run)},
 					Stages:          c.cfgs,
@@ -296,7 +297,7 @@ func TestNATSRestartLosesNothing(t *testing.T) {
 	ps.startAll(t, "n", len(c.cfgs))
 	var once sync.Once
 	restarted := make(chan error, 1)
-	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:             protocol.Run{ID: "restart"},
 			Stages:          c.cfgs,
@@ -371,7 +372,7 @@ func TestMasterRestartResumes(t *testing.T) {
 	ps := newProcs(t, srv.URL())
 	ps.startAll(t, "a", len(c.cfgs))
 	ctx, cancel := context.WithCancel(context.Background())
-	plan := Plan{
+	plan := driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:             protocol.Run{ID: "resume"},
 			Stages:          c.cfgs,
@@ -461,11 +462,11 @@ func TestDivergenceStopsKeepingTheLastCheckpoint(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			RunSlave(ctx, SlaveOptions{URL: srv.URL(), Name: fmt.Sprintf("d%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second, Logger: testLogger(t)})
+			RunSlave(ctx, SlaveOptions{URL: srv.URL(), SlaveOptions: driver.SlaveOptions{Name: fmt.Sprintf("d%d", i+1), Threads: 1, JoinTimeout: 20 * time.Second, Logger: testLogger(t)}})
 		}()
 	}
 	store := protocol.NewMemStore()
-	_, err := NewMaster(nc, testLogger(t)).Run(ctx, Plan{
+	_, err := NewMaster(nc, testLogger(t)).Run(ctx, driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:             protocol.Run{ID: "diverge"},
 			Stages:          cfgs,
@@ -523,7 +524,7 @@ func TestStoppedSlaveLeavesCheckpoint(t *testing.T) {
 		detected time.Duration
 		recs     []protocol.Recovery
 	)
-	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:             protocol.Run{ID: "sigterm"},
 			Stages:          c.cfgs,
@@ -624,7 +625,7 @@ func (c *chaosSetup) runKilling(t *testing.T, nc *nats.Conn, ps *procs, runID st
 		killed string
 		recs   []protocol.Recovery
 	)
-	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), Plan{
+	got, err := NewMaster(nc, testLogger(t)).Run(context.Background(), driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run:             protocol.Run{ID: runID},
 			Stages:          c.cfgs,

@@ -4,48 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"os"
-	"runtime"
-	"sync"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/nats-io/nats.go"
 
-	"github.com/pipedbn/pipedbn/blas"
-	"github.com/pipedbn/pipedbn/internal/memlimit"
-	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/driver"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
-// SlaveOptions configure a slave.
+// SlaveOptions configure a slave over NATS.
 type SlaveOptions struct {
+	// SlaveOptions are the slave's own: its name, threads, timing, group.
+	driver.SlaveOptions
 	// URL of the NATS server, e.g. nats://127.0.0.1:4222.
 	URL string
-	// Name identifies the slave (see protocol.CheckName).
-	Name string
-	// Threads is the number of BLAS threads; 0 means one per CPU.
-	Threads int
-	// JoinTimeout bounds the wait for a master to answer the registration
-	// and then to assign an RBM. Default protocol.DefaultJoinTimeout.
-	JoinTimeout time.Duration
-	// StatusEvery is the period of status reports to the master; 0:
-	// protocol.DefaultTiming's.
-	StatusEvery time.Duration
-	// FinishTimeout bounds the wait, after the weights are sent, for the
-	// master to confirm the end of the run; 0: protocol.DefaultTiming's.
-	FinishTimeout time.Duration
-	// MasterGoneAfter bounds how long the slave goes on without its
-	// master: with no connection to the NATS server, or connected while
-	// nothing listens to its status reports (the master was killed, or its
-	// run is over). Then it stops as on a signal and ends with an error
-	// wrapping protocol.ErrMasterGone. Default driver.DefaultMasterGoneAfter; negative:
-	// never.
-	MasterGoneAfter time.Duration
-	// Logger receives the slave's log lines; nil discards them.
-	Logger hclog.Logger
 	// NATSOptions are extra connection options (credentials, TLS).
 	NATSOptions []nats.Option
 	// Credentials, if set, are the identities the slave may connect as:
@@ -54,45 +26,6 @@ type SlaveOptions struct {
 	// user. A secured server lets a slave publish only on subjects named
 	// after its user (users.conf.tmpl), so name and user must agree.
 	Credentials []Credential
-
-	// WindowDelay, if set, makes the slave sleep after every window: it
-	// emulates a slower machine (tests, demos of failures and recovery).
-	WindowDelay time.Duration
-
-	// Peers, if set, are the nodes of this process the slave hands its
-	// link messages to in memory (RunGroup makes them for its group).
-	Peers *driver.Peers
-
-	// MemoryLimit returns what the slave may use, to check the RBM it is
-	// assigned against (pipeline.StageConfig.SlaveMemory); nil:
-	// memlimit.Here, this machine's.
-	MemoryLimit func() (memlimit.Limit, bool)
-
-	// turn, shared by the slaves of one stage group (RunGroup), lets one
-	// of them train at a time.
-	turn *sync.Mutex
-
-	// afterWindow, for tests, runs after every window with its training
-	// time and the input bytes received and not yet taken.
-	afterWindow func(busy time.Duration, pending int)
-}
-
-func (o *SlaveOptions) defaults() {
-	if o.JoinTimeout <= 0 {
-		o.JoinTimeout = protocol.DefaultJoinTimeout
-	}
-	if o.MasterGoneAfter == 0 {
-		o.MasterGoneAfter = driver.DefaultMasterGoneAfter
-	}
-	if o.Threads <= 0 {
-		o.Threads = runtime.NumCPU()
-	}
-	if o.Logger == nil {
-		o.Logger = hclog.NewNullLogger()
-	}
-	if o.MemoryLimit == nil {
-		o.MemoryLimit = memlimit.Here
-	}
 }
 
 // Connect connects to the NATS server at url, with a clear error when it
@@ -134,17 +67,13 @@ func Connect(url, name string, opts ...nats.Option) (*nats.Conn, error) {
 // connection.
 func RunSlave(ctx context.Context, opt SlaveOptions) error {
 	err := runSlave(ctx, &opt)
-	if errors.Is(err, protocol.ErrClusterFull) {
-		opt.Logger.Info("not needed: the master has all the slaves it needs")
-		return nil
-	}
-	return err
+	return driver.Spare(err, opt.Logger)
 }
 
 // runSlave is RunSlave, with the slave's name (claimed with its identity)
 // left in opt.
 func runSlave(ctx context.Context, opt *SlaveOptions) error {
-	opt.defaults()
+	opt.Defaults()
 	// A refused publish or subscription (a permissions violation) reaches
 	// the client only asynchronously: log it, or it goes unseen.
 	base := opt.Logger
@@ -171,7 +100,6 @@ func runSlave(ctx context.Context, opt *SlaveOptions) error {
 		return err
 	}
 	defer nc.Drain()
-	blas.SetThreads(opt.Threads)
 	err = drive(ctx, nc, opt)
 	if errors.Is(err, protocol.ErrNoMaster) {
 		return fmt.Errorf("%w on %s (is `master run` with cluster.nats_url = %s running?)", err, opt.URL, opt.URL)
@@ -189,15 +117,8 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 	if err := ep.subscribe(ctlSubject(opt.Name), controls, controls.limits()); err != nil {
 		return err
 	}
-	loop := driver.Loop{Inbox: ep.inbox, Taken: ep.take, Turn: opt.turn, AfterJob: func(began time.Time) {
-		if opt.WindowDelay > 0 {
-			time.Sleep(opt.WindowDelay)
-		}
-		if opt.afterWindow != nil {
-			opt.afterWindow(time.Since(began), ep.pending())
-		}
-	}}
-	var gone error // the master's loss, once the watch has declared it
+	loop := opt.Loop(ep.in.C, ep.in.Take, ep.pending)
+	var watch *driver.MasterWatch
 	if opt.MasterGoneAfter > 0 {
 		p, err := newProbes(nc, ep.Now)
 		if err != nil {
@@ -205,18 +126,10 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 		}
 		defer p.close()
 		ep.probes = p
-		watch := driver.NewMasterWatch(p, "NATS at "+opt.URL, opt.MasterGoneAfter, opt.Logger)
-		loop.Check = func(now time.Duration) error {
-			if gone == nil {
-				if gone = watch.Gone(now); gone != nil {
-					opt.Logger.Error("the master is gone; leaving", "error", gone)
-					return gone
-				}
-			}
-			return nil
-		}
+		watch = driver.NewMasterWatch(p, "NATS at "+opt.URL, opt.MasterGoneAfter, opt.Logger)
+		loop.Check = watch.Check
 	}
-	node, err := driver.NewSlave(opt.slaveConfig(ep), driver.Config{Transport: ep, Peers: opt.Peers, Counters: &ep.window, Logger: opt.Logger})
+	node, err := opt.NewSlave(ep, &ep.window)
 	if err != nil {
 		return driver.Fatal(err)
 	}
@@ -224,20 +137,7 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 	if nc.IsConnected() { // else nothing waits to go out: the server is gone
 		nc.FlushTimeout(5 * time.Second)
 	}
-	if gone != nil && (err == nil || errors.Is(err, protocol.ErrMasterGone)) {
-		err = gone // a finished slave ends with nil on an interrupt
-	}
-	return err
-}
-
-// slaveConfig is the protocol slave's configuration.
-func (o *SlaveOptions) slaveConfig(ep *endpoint) protocol.SlaveConfig {
-	timing := driver.SlaveTiming(o.JoinTimeout, o.StatusEvery, o.FinishTimeout)
-	host, _ := os.Hostname()
-	return protocol.SlaveConfig{
-		Name: o.Name, Host: host, CPUs: o.Threads, PID: os.Getpid(), Process: rand.Uint64() | 1,
-		Timing: timing, Bytes: ep.window.Bytes, Logger: o.Logger, Fits: func(c pipeline.StageConfig, f pipeline.Flow) error { return driver.Fits(o.MemoryLimit, c, f) },
-	}
+	return watch.Outcome(err)
 }
 
 // claim connects as one of the slave's identities and names the slave
@@ -271,13 +171,26 @@ func (o *SlaveOptions) claim(natsOpts []nats.Option) (*nats.Conn, error) {
 	return nc, nil
 }
 
+// RunGroup runs a stage group of a plan in this process over NATS
+// (driver.RunGroup): one slave per name, with opt's connection options and
+// credentials. Middle results and credits between the group's RBMs are
+// handed over in memory, not through the NATS server. One name is
+// RunSlave.
+func RunGroup(ctx context.Context, opt SlaveOptions, names []string) error {
+	return driver.RunGroup(ctx, opt.SlaveOptions, names, func(ctx context.Context, o driver.SlaveOptions) error {
+		n := opt
+		n.SlaveOptions = o
+		return runSlave(ctx, &n)
+	})
+}
+
 // ServeSlave runs slaves one after another (driver.Serve), so that one
 // long-lived slave (a compose service, a slave on another host) trains an
 // RBM for every master that comes. It returns when ctx is cancelled or on
 // an error that retrying cannot fix: refused credentials, a name that fits
 // no identity. A master gone for good ends a run, not the slave.
 func ServeSlave(ctx context.Context, opt SlaveOptions) error {
-	opt.defaults()
+	opt.Defaults()
 	if len(opt.Credentials) == 0 {
 		if err := protocol.CheckName(opt.Name); err != nil {
 			return fmt.Errorf("slave %w", err)

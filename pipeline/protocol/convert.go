@@ -52,6 +52,30 @@ func ShapeOf(c pipeline.StageConfig, rows int) messages.Shape {
 	return assignment(Run{}, c, 0, rows, 0, 0, nil, nil).Shape()
 }
 
+// ReassemblyLimits bounds the reassembly of the messages of the given
+// kinds that cfg's master receives on one subject: from each sender, what a
+// slave of the run's largest RBM may send (messages.Limits); on a shared
+// subject, one all the slaves report on, room for every seat's at once.
+func ReassemblyLimits(cfg MasterConfig, kinds []messages.Kind, shared bool) messages.ReassemblerConfig {
+	shapes := make([]messages.Shape, len(cfg.Stages))
+	for i, c := range cfg.Stages {
+		shapes[i] = ShapeOf(c, cfg.N)
+	}
+	lim := messages.Limits(kinds, shapes...)
+	if shared {
+		seats := max(len(cfg.Stages), 1)
+		if cfg.Replicas != nil {
+			seats = 0
+			for _, r := range cfg.Replicas {
+				seats += max(r, 1)
+			}
+		}
+		lim.MaxBytes = lim.MaxSenderBytes * int64(seats)
+		lim.MaxMessages = max(16, 2*seats)
+	}
+	return lim
+}
+
 // CheckpointOf turns a stage's snapshot into the message that carries it.
 func CheckpointOf(run Run, cfg pipeline.StageConfig, s pipeline.StageState) *messages.Checkpoint {
 	return &messages.Checkpoint{

@@ -121,3 +121,24 @@ func TestSecondsAndNames(t *testing.T) {
 		t.Errorf("CheckName(64 characters) = %v; want nil", err)
 	}
 }
+
+// The master's limits on a subject all its slaves share hold every seat's
+// messages at once: one per replica of every RBM.
+func TestReassemblyLimits(t *testing.T) {
+	t.Parallel()
+	cfg := MasterConfig{Stages: testStages(3, 2), N: testRows}
+	kinds := []messages.Kind{messages.KindStatus, messages.KindWeights}
+	one := ReassemblyLimits(cfg, kinds, false)
+	if want := messages.Limits(kinds, ShapeOf(cfg.Stages[0], testRows), ShapeOf(cfg.Stages[1], testRows), ShapeOf(cfg.Stages[2], testRows)); one != want {
+		t.Errorf("one sender's limits %+v; want messages.Limits' %+v", one, want)
+	}
+	shared := ReassemblyLimits(cfg, kinds, true)
+	if shared.MaxBytes != 3*one.MaxSenderBytes || shared.MaxMessages != 16 {
+		t.Errorf("3 seats: %+v; want MaxBytes %d, MaxMessages 16", shared, 3*one.MaxSenderBytes)
+	}
+	cfg.Replicas = []int{1, 4, 5}
+	shared = ReassemblyLimits(cfg, kinds, true)
+	if shared.MaxBytes != 10*one.MaxSenderBytes || shared.MaxMessages != 20 {
+		t.Errorf("10 seats: %+v; want MaxBytes %d, MaxMessages 20", shared, 10*one.MaxSenderBytes)
+	}
+}

@@ -129,7 +129,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if note := blas.CoreNote(); note != "" {
 		log.Info(note)
 	}
-	opt := natsnet.SlaveOptions{URL: *url, Name: *name, Credentials: creds, Threads: *threads, JoinTimeout: *join, MasterGoneAfter: *gone, Logger: log, WindowDelay: *delay, StatusEvery: *statusEvery}
+	opt := natsnet.SlaveOptions{URL: *url, Credentials: creds, SlaveOptions: driver.SlaveOptions{Name: *name, Threads: *threads, JoinTimeout: *join, MasterGoneAfter: *gone, Logger: log, WindowDelay: *delay, StatusEvery: *statusEvery}}
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
