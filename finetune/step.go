@@ -20,9 +20,12 @@ type trainer struct {
 	// deltas[i] (batch x Hidden[i].Out) is ∂loss/∂(pre-activation) of
 	// hidden layer i, times the batch size.
 	deltas [][]float32
-	// ones is a column of batch ones: the bias gradient, a column sum of
-	// the deltas, is then one more GEMM.
-	ones []float32
+	// colSum (the widest layer's Out) holds the column sums of the deltas
+	// of the layer backward is at, its bias gradient: SigmoidDelta adds
+	// them up in the pass that makes a hidden layer's deltas, so that they
+	// cost no GEMM and no pass of their own (the output layer's few
+	// columns are summed apart).
+	colSum []float32
 	// velW[i], velB[i] are the momentum buffers of layer i (the output
 	// layer last).
 	velW, velB [][]float32
@@ -55,15 +58,15 @@ func newTrainer(n *Network, batch int) *trainer {
 		labels: make([]uint8, batch),
 		acts:   newActivations(n, batch),
 		deltas: make([][]float32, len(n.Hidden)),
-		ones:   make([]float32, batch),
+		colSum: make([]float32, n.Out.Out),
 		velW:   make([][]float32, len(n.Hidden)+1),
 		velB:   make([][]float32, len(n.Hidden)+1),
 	}
 	for i, l := range n.Hidden {
 		t.deltas[i] = make([]float32, batch*l.Out)
-	}
-	for i := range t.ones {
-		t.ones[i] = 1
+		if l.Out > len(t.colSum) {
+			t.colSum = make([]float32, l.Out)
+		}
 	}
 	for i := range t.velW {
 		l := n.layer(i)
@@ -146,13 +149,15 @@ func softmaxDeltas(z []float32, rows, c int, labels []uint8, eps float64) (loss 
 // every momentum buffer to vel = momentum·vel - lr·∂loss/∂param, where the
 // loss is the mini-batch mean. The GEMMs fold the momentum in through beta
 // (1 while the buffers carry it already, velCarry) and the 1/rows and -lr
-// through alpha. Each layer's deltas are passed down before any weight
+// through alpha; the bias gradients, the deltas' column sums, take the same
+// alpha and beta. Each layer's deltas are passed down before any weight
 // changes.
 func (t *trainer) backward(rows int, lr, momentum float32) {
 	n := t.net
 	alpha := -lr / float32(rows)
 	beta := blas.MomentumBeta(momentum, t.velCarry)
 	delta := t.acts.logits[:rows*n.Out.Out]
+	columnSums(t.colSum[:n.Out.Out], delta, rows, n.Out.Out)
 	for i := len(n.Hidden); i >= 0; i-- {
 		l := n.layer(i)
 		in := t.x
@@ -161,32 +166,74 @@ func (t *trainer) backward(rows int, lr, momentum float32) {
 		}
 		// vel_W = m·vel_W - lr/rows · inᵀ δ; vel_b = m·vel_b - lr/rows · 1ᵀ δ.
 		blas.Gemm(true, false, l.In, l.Out, rows, alpha, in, l.In, delta, l.Out, beta, t.velW[i], l.Out)
-		blas.Gemm(false, false, 1, l.Out, rows, alpha, t.ones, rows, delta, l.Out, beta, t.velB[i], l.Out)
+		biasVelocity(t.velB[i], t.colSum[:l.Out], alpha, beta)
 		if i == 0 {
 			break
 		}
-		// δ_below = (δ Wᵀ) ⊙ h(1-h), h the sigmoid output below.
-		below := t.deltas[i-1][:rows*l.In]
-		blas.Gemm(false, true, rows, l.In, l.Out, 1, delta, l.Out, l.W, l.Out, 0, below, l.In)
-		h := in[:rows*l.In]
-		if t.dropout == 0 {
-			for j, d := range below {
-				below[j] = d * (h[j] * (1 - h[j]))
+		delta = t.passDown(i, rows, delta)
+	}
+}
+
+// passDown returns the deltas of hidden layer i-1, (δ W_iᵀ) ⊙ h(1-h) with δ
+// layer i's deltas and h layer i-1's sigmoid output, and leaves their column
+// sums in t.colSum.
+func (t *trainer) passDown(i, rows int, delta []float32) []float32 {
+	l := t.net.layer(i)
+	below := t.deltas[i-1][:rows*l.In]
+	blas.Gemm(false, true, rows, l.In, l.Out, 1, delta, l.Out, l.W, l.Out, 0, below, l.In)
+	h := t.acts.hidden[i-1][:rows*l.In]
+	sum := t.colSum[:l.In]
+	clear(sum)
+	if t.dropout == 0 {
+		blas.SigmoidDelta(below, h, rows, l.In, sum)
+	} else {
+		dropoutDeltas(below, h, rows, l.In, 1-t.dropout, sum)
+	}
+	return below
+}
+
+// dropoutDeltas is SigmoidDelta for a layer trained with dropout: h holds
+// the kept units' outputs scaled by 1/keep, and 0 for the dropped ones,
+// whose deltas are 0 too.
+func dropoutDeltas(delta, h []float32, rows, cols int, keep float32, sum []float32) {
+	for r := 0; r < rows; r++ {
+		dr, hr := delta[r*cols:(r+1)*cols], h[r*cols:(r+1)*cols]
+		for j, d := range dr {
+			var v float32
+			if hk := hr[j]; hk != 0 {
+				hj := hk * keep
+				v = d / keep * (hj * (1 - hj))
 			}
-		} else {
-			// in holds the kept units' outputs scaled by 1/keep, and 0 for
-			// the dropped ones, whose deltas are 0 too.
-			keep := 1 - t.dropout
-			for j, d := range below {
-				if hk := h[j]; hk != 0 {
-					hj := hk * keep
-					below[j] = d / keep * (hj * (1 - hj))
-				} else {
-					below[j] = 0
-				}
-			}
+			dr[j] = v
+			sum[j] += v
 		}
-		delta = below
+	}
+}
+
+// columnSums sets sum to the column sums of the rows x cols matrix z, row
+// by row.
+func columnSums(sum, z []float32, rows, cols int) {
+	clear(sum)
+	for r := 0; r < rows; r++ {
+		for j, v := range z[r*cols : (r+1)*cols] {
+			sum[j] += v
+		}
+	}
+}
+
+// biasVelocity sets vel = beta·vel + alpha·sum, the bias's share of its
+// layer's gradient GEMM; beta 0 ignores what vel held, as GEMM does. The
+// conversions keep each product rounded, whatever the compiler fuses.
+func biasVelocity(vel, sum []float32, alpha, beta float32) {
+	vel = vel[:len(sum)]
+	if beta == 0 {
+		for j, s := range sum {
+			vel[j] = alpha * s
+		}
+		return
+	}
+	for j, s := range sum {
+		vel[j] = float32(beta*vel[j]) + float32(alpha*s)
 	}
 }
 
