@@ -1,6 +1,7 @@
 package finetune
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/pipedbn/pipedbn/blas"
@@ -16,6 +17,34 @@ func singleThread(b *testing.B) {
 	prev := blas.Threads()
 	blas.SetThreads(1)
 	b.Cleanup(func() { blas.SetThreads(prev) })
+}
+
+// cpuClock reads the CPU time of the benchmark's OS thread, which runs the
+// step and, on one BLAS thread, its GEMMs. On a box shared with other work
+// the wall clock also counts the time the thread waits for a core; the
+// thread's CPU time does not, so TrainStep and GEMMStep compare on it even
+// when their rounds see different loads.
+type cpuClock struct {
+	start int64
+	ok    bool
+}
+
+// startCPU locks b's goroutine to its OS thread until b ends and starts
+// the clock.
+func startCPU(b *testing.B) cpuClock {
+	runtime.LockOSThread()
+	b.Cleanup(runtime.UnlockOSThread)
+	start, ok := threadCPU()
+	return cpuClock{start, ok}
+}
+
+// report adds cpu-ns/op, the thread's CPU time per step, where it can be
+// read.
+func (c cpuClock) report(b *testing.B) {
+	end, ok := threadCPU()
+	if c.ok && ok && b.N > 0 {
+		b.ReportMetric(float64(end-c.start)/float64(b.N), "cpu-ns/op")
+	}
 }
 
 // benchNet returns a network of the given sizes and a trainer for batch
@@ -57,6 +86,7 @@ func benchStep(b *testing.B, sizes []int, classes, batch int) {
 	_, tr := benchNet(sizes, classes, batch)
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := startCPU(b)
 	for b.Loop() {
 		// A small learning rate keeps the weights sane over many steps.
 		loss, _, ok := tr.step(batch, 1e-4, 0.9, 0)
@@ -65,6 +95,7 @@ func benchStep(b *testing.B, sizes []int, classes, batch int) {
 		}
 		sinkLoss += loss
 	}
+	cpu.report(b)
 	reportStep(b, sizes, classes, batch)
 }
 
@@ -80,6 +111,7 @@ func benchGEMMStep(b *testing.B, sizes []int, classes, batch int) {
 	rows := batch
 	alpha := float32(-1e-4) / float32(rows)
 	b.ResetTimer()
+	cpu := startCPU(b)
 	for b.Loop() {
 		in, inDim := tr.x, n.Inputs()
 		for i := range n.Hidden {
@@ -103,6 +135,7 @@ func benchGEMMStep(b *testing.B, sizes []int, classes, batch int) {
 			delta = tr.deltas[i-1]
 		}
 	}
+	cpu.report(b)
 	sinkLoss += float64(tr.velW[0][0])
 	reportStep(b, sizes, classes, batch)
 }
