@@ -3,8 +3,9 @@
 // BLAS when built with the purego tag.
 //
 // It also holds the fused element-wise kernels of a contrastive-divergence
-// step (SigmoidBias, SigmoidBiasSample, Reconstruct, MomentumStep) and the
-// vectorisable RNG they sample with: auto-vectorised C in the default build,
+// step (SigmoidBias, SigmoidBiasSample, Reconstruct, MomentumStep), of a
+// fine-tuning step's backward pass (SigmoidDelta) and the vectorisable RNG
+// they sample with: auto-vectorised C in the default build,
 // bit-identical Go with the purego tag.
 //
 // All matrices are row-major float32 slices. Like gonum, the caller supplies

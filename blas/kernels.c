@@ -1,6 +1,6 @@
 //go:build !purego
 
-// Element-wise kernels of the CD-k step in plain C that gcc auto-vectorises.
+// Element-wise kernels of the CD-k and fine-tuning steps in plain C that gcc auto-vectorises.
 // The bodies live in kernels_impl.h and are compiled three times, for
 // baseline x86-64 (or whatever the target is), AVX2 and AVX-512; each entry
 // point dispatches on the running CPU. The constants and the order of every
@@ -72,6 +72,8 @@ static int detect(void) { return 0; }
 #define reconstruct_avx512 reconstruct_base
 #define momentum_step_avx2 momentum_step_base
 #define momentum_step_avx512 momentum_step_base
+#define sigmoid_delta_avx2 sigmoid_delta_base
+#define sigmoid_delta_avx512 sigmoid_delta_base
 #endif
 
 // cap_level lets tests run the narrower variants on a wide CPU; -1 is none.
@@ -116,6 +118,10 @@ double pd_reconstruct(float *x, const float *v0, long rows, long cols,
 
 int pd_momentum_step(float *w, float *vel, long n, float decay, float carry) {
 	PICK(momentum_step, (w, vel, n, decay, carry))
+}
+
+void pd_sigmoid_delta(float *d, const float *h, long rows, long cols, float *colsum) {
+	PICK(sigmoid_delta, (d, h, rows, cols, colsum))
 }
 
 const char *pd_kernel_level(void) {

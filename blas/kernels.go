@@ -2,12 +2,13 @@ package blas
 
 import "fmt"
 
-// The element-wise kernels of a CD-k step on row-major float32 matrices. Each
-// fuses what would otherwise be several passes over memory (bias add,
-// logistic, sampling, column sums, reconstruction error) into one, so that on
-// one core a CD-1 step costs little more than its GEMMs. The default build
-// runs auto-vectorised C (AVX-512, AVX2 or baseline, chosen at run time); the
-// purego build runs Go code that gives bit-identical results.
+// The element-wise kernels of a CD-k step and of a fine-tuning step's
+// backward pass on row-major float32 matrices. Each fuses what would
+// otherwise be several passes over memory (bias add, logistic, sampling,
+// column sums, reconstruction error, the logistic's derivative) into one,
+// so that on one core a step costs little more than its GEMMs. The default
+// build runs auto-vectorised C (AVX-512, AVX2 or baseline, chosen at run
+// time); the purego build runs Go code that gives bit-identical results.
 
 // SigmoidBias sets x[r,j] = sigmoid(x[r,j] + bias[j]) for the rows x cols
 // matrix x and, when colSum is not nil, adds each column's new values to
@@ -95,6 +96,23 @@ func MomentumBeta(m, carried float32) float32 {
 		return m
 	}
 	return m / carried
+}
+
+// SigmoidDelta passes back-propagated deltas through a sigmoid layer: for
+// the rows x cols matrices delta (∂loss/∂h) and h (the layer's sigmoid
+// outputs) it sets delta[r,j] = delta[r,j]·h[r,j](1-h[r,j]), ∂loss/∂(pre-
+// activation), and, when colSum is not nil, adds each column's new values
+// to colSum[j]: the bias gradient, without a pass of its own.
+func SigmoidDelta(delta, h []float32, rows, cols int, colSum []float32) {
+	checkMat("SigmoidDelta", "delta", delta, rows, cols)
+	checkMat("SigmoidDelta", "h", h, rows, cols)
+	if colSum != nil {
+		checkVec("SigmoidDelta", "colSum", colSum, cols)
+	}
+	if rows == 0 || cols == 0 {
+		return
+	}
+	sigmoidDelta(delta, h, rows, cols, colSum)
 }
 
 // Sigmoid returns 1/(1+exp(-x)) as the kernels compute it: within about 1e-7

@@ -45,7 +45,13 @@ func benchMomentumStep(b *testing.B, rows, cols int) {
 	})
 }
 
+func benchSigmoidDelta(b *testing.B, rows, cols int) {
+	sum := make([]float32, cols)
+	benchKernel(b, rows, cols, func(d, h []float32) { SigmoidDelta(d, h, rows, cols, sum) })
+}
+
 func BenchmarkSigmoidBias_256x500(b *testing.B)       { benchSigmoidBias(b, 256, 500) }
 func BenchmarkSigmoidBiasSample_256x500(b *testing.B) { benchSigmoidBiasSample(b, 256, 500) }
 func BenchmarkReconstruct_256x784(b *testing.B)       { benchReconstruct(b, 256, 784) }
 func BenchmarkMomentumStep_784x500(b *testing.B)      { benchMomentumStep(b, 784, 500) }
+func BenchmarkSigmoidDelta_128x500(b *testing.B)      { benchSigmoidDelta(b, 128, 500) }

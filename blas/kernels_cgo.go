@@ -16,6 +16,7 @@ void pd_logistic_bias_sample(float *x, float *smp, long rows, long cols,
 double pd_reconstruct(float *x, const float *v0, long rows, long cols,
 		const float *bias, float *coldiff, int logistic);
 int pd_momentum_step(float *w, float *vel, long n, float decay, float carry);
+void pd_sigmoid_delta(float *d, const float *h, long rows, long cols, float *colsum);
 const char *pd_kernel_level(void);
 void pd_cap_level(int l);
 */
@@ -56,6 +57,10 @@ func reconstruct(x, v0 []float32, rows, cols int, bias, colDiff []float32, logis
 
 func momentumStep(w, vel []float32, decay, carry float32) bool {
 	return C.pd_momentum_step(fptr(w), fptr(vel), C.long(len(w)), C.float(decay), C.float(carry)) == 0
+}
+
+func sigmoidDelta(delta, h []float32, rows, cols int, colSum []float32) {
+	C.pd_sigmoid_delta(fptr(delta), fptr(h), C.long(rows), C.long(cols), fptr(colSum))
 }
 
 // capKernelLevel makes the kernels use at most variant l (0 base, 1 AVX2,

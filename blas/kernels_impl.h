@@ -182,3 +182,22 @@ static int KN(momentum_step)(float *restrict w, float *restrict vel, long n, flo
 	}
 	return bad != 0;
 }
+
+static void KN(sigmoid_delta)(float *restrict d, const float *restrict h,
+		long rows, long cols, float *restrict colsum) {
+	for (long r = 0; r < rows; r++) {
+		float *restrict dr = d + r * cols;
+		const float *restrict hr = h + r * cols;
+		if (colsum) {
+			for (long j = 0; j < cols; j++) {
+				float v = dr[j] * (hr[j] * (1.0f - hr[j]));
+				dr[j] = v;
+				colsum[j] += v;
+			}
+		} else {
+			for (long j = 0; j < cols; j++) {
+				dr[j] = dr[j] * (hr[j] * (1.0f - hr[j]));
+			}
+		}
+	}
+}

@@ -24,5 +24,9 @@ func momentumStep(w, vel []float32, decay, carry float32) bool {
 	return refMomentumStep(w, vel, decay, carry)
 }
 
+func sigmoidDelta(delta, h []float32, rows, cols int, colSum []float32) {
+	refSigmoidDelta(delta, h, rows, cols, colSum)
+}
+
 // capKernelLevel is a no-op in the purego build: there is one variant.
 func capKernelLevel(l int) {}

@@ -159,3 +159,17 @@ func refMomentumStep(w, vel []float32, decay, carry float32) bool {
 	}
 	return bad == 0
 }
+
+func refSigmoidDelta(delta, h []float32, rows, cols int, colSum []float32) {
+	for r := 0; r < rows; r++ {
+		dr := delta[r*cols : (r+1)*cols]
+		hr := h[r*cols : (r+1)*cols]
+		for j, d := range dr {
+			v := d * (hr[j] * (1 - hr[j]))
+			dr[j] = v
+			if colSum != nil {
+				colSum[j] += v
+			}
+		}
+	}
+}

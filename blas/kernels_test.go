@@ -156,6 +156,22 @@ func TestKernelsMatchReference(t *testing.T) {
 				t.Fatalf("MomentumStep finite = %v (ref %v); want true", gf, wf)
 			}
 
+			// SigmoidDelta, with and without column sums; h holds
+			// probabilities, 0 and 1 among them.
+			h := clone(x)
+			refSigmoidBias(h, sh.rows, sh.cols, bias, nil)
+			h[0], h[n-1] = 1, 0
+			gd, wd := clone(v0), clone(v0)
+			gs, ws := randMat(rng, sh.cols, 1), make([]float32, sh.cols)
+			copy(ws, gs)
+			SigmoidDelta(gd, h, sh.rows, sh.cols, gs)
+			refSigmoidDelta(wd, h, sh.rows, sh.cols, ws)
+			sameBits(t, "SigmoidDelta delta", gd, wd)
+			sameBits(t, "SigmoidDelta colSum", gs, ws)
+			gd = clone(v0)
+			SigmoidDelta(gd, h, sh.rows, sh.cols, nil)
+			sameBits(t, "SigmoidDelta(nil colSum) delta", gd, wd)
+
 			// Uniform.
 			g1, g2 := NewRNG(uint64(n)), NewRNG(uint64(n))
 			gu, wu := make([]float32, n), make([]float32, n)
@@ -206,6 +222,15 @@ func TestKernelsValues(t *testing.T) {
 				t.Fatalf("Reconstruct(logistic=%v) sse = %g; want %g", logistic, sse, wantSSE)
 			}
 		}
+
+		// SigmoidDelta: d·h(1-h) by row, and the column sums added to
+		// what colSum held.
+		d := []float32{2, -4, 1, 8, 0.5, -1}
+		hs := []float32{0.5, 0.25, 1, 0, 0.75, 0.5}
+		sum := []float32{1, 0, -1}
+		SigmoidDelta(d, hs, 2, 3, sum)
+		sameBits(t, "SigmoidDelta delta", d, []float32{0.5, -0.75, 0, 0, 0.09375, -0.25})
+		sameBits(t, "SigmoidDelta colSum", sum, []float32{1.5, -0.65625, -1.25})
 
 		w := []float32{1, -2, 3}
 		vel := []float32{0.5, 0.25, -1}
@@ -328,6 +353,10 @@ func TestKernelShapePanics(t *testing.T) {
 			Reconstruct(make([]float32, 6), make([]float32, 6), 2, 3, make([]float32, 3), make([]float32, 2), true)
 		}},
 		{"MomentumStep short vel", func() { MomentumStep(make([]float32, 3), make([]float32, 2), 0, 1) }},
+		{"SigmoidDelta short h", func() { SigmoidDelta(make([]float32, 6), make([]float32, 5), 2, 3, nil) }},
+		{"SigmoidDelta short colSum", func() {
+			SigmoidDelta(make([]float32, 6), make([]float32, 6), 2, 3, make([]float32, 2))
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {
