@@ -55,6 +55,9 @@ func TestTrainParallelOneWorkerIsTrain(t *testing.T) {
 			var hooked []EpochStats
 			gotStats, gotErr := TrainParallel(context.Background(), got, train, tt.valid, tt.cfg, tt.p,
 				Hooks{Epoch: func(s EpochStats) { hooked = append(hooked, s) }})
+			if tt.name == "diverges" && !errors.Is(gotErr, ErrDiverged) {
+				t.Fatalf("TrainParallel error %v; want a divergence", gotErr)
+			}
 			if !reflect.DeepEqual(gotErr, wantErr) {
 				t.Fatalf("TrainParallel error %v; Train's %v", gotErr, wantErr)
 			}
