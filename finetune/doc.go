@@ -10,6 +10,10 @@
 // inputs, max-norm and label smoothing), keeping the weights of the best
 // validation epoch. Random builds
 // the same network with random weights, the no-pre-training baseline.
+// TrainParallel is Train spread over W replicas (data-parallel local SGD:
+// each trains on its shard of every epoch and the replicas' flat parameter
+// vectors are averaged every S local steps), the core that data-parallel
+// fine-tuning across workers runs on.
 //
 // All matrices are row-major float32 and every product goes through
 // blas.Gemm. A Network's layers are plain slices, so that, like the

@@ -1,0 +1,394 @@
+package finetune
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/pipedbn/pipedbn/blas"
+	"github.com/pipedbn/pipedbn/data"
+)
+
+// LRRule is how TrainParallel sets the replicas' learning rate from
+// Config's.
+type LRRule int
+
+const (
+	// LRConstant steps every replica at Config's rate, the rule of local
+	// SGD (Lin et al. 2020): each replica is an ordinary SGD run between
+	// averagings.
+	LRConstant LRRule = iota
+	// LRLinear steps every replica at W times Config's rate, reached by a
+	// linear ramp over Parallel.WarmupEpochs (Goyal et al. 2017): with
+	// averaging every step, W replicas of batch b are one SGD run of batch
+	// W·b, and the linear scaling rule keeps its progress per example that
+	// of batch b.
+	LRLinear
+)
+
+// String returns the rule's name, as ParseLRRule reads it.
+func (r LRRule) String() string {
+	switch r {
+	case LRConstant:
+		return "constant"
+	case LRLinear:
+		return "linear"
+	}
+	return fmt.Sprintf("LRRule(%d)", int(r))
+}
+
+// ParseLRRule reads a rule's name: "constant" or "linear".
+func ParseLRRule(s string) (LRRule, error) {
+	switch s {
+	case "constant":
+		return LRConstant, nil
+	case "linear":
+		return LRLinear, nil
+	}
+	return 0, fmt.Errorf("finetune: learning-rate rule %q; want constant or linear", s)
+}
+
+// Parallel is how TrainParallel spreads fine-tuning over W replicas of the
+// network (data-parallel, local SGD with periodic averaging). The zero
+// value is not valid: Workers must be set.
+type Parallel struct {
+	// Workers is W, the number of replicas, >= 1; 1 is Train.
+	Workers int
+	// SyncEvery is S, the number of local steps (mini-batches of each
+	// replica) between two averagings of the replicas' parameters, >= 0:
+	// 1 averages after every step (synchronous SGD), 0 only at the end of
+	// each epoch. The replicas are averaged at the end of every epoch
+	// whatever S, so that every epoch ends with one network to validate;
+	// the count starts afresh with each epoch.
+	SyncEvery int
+	// LR is the learning-rate rule.
+	LR LRRule
+	// WarmupEpochs, in [0, Epochs], is how long LRLinear ramps the rate
+	// from Config's to W times it, linearly, a step at a time; 0 starts at
+	// W times it. It must be 0 with LRConstant.
+	WarmupEpochs int
+}
+
+// Validate reports every invalid field of p at once, for a run of epochs
+// epochs.
+func (p Parallel) Validate(epochs int) error {
+	var errs []error
+	bad := func(field string, v any, want string) {
+		errs = append(errs, fmt.Errorf("finetune: %s = %v; want %s", field, v, want))
+	}
+	if p.Workers < 1 {
+		bad("Workers", p.Workers, ">= 1")
+	}
+	if p.SyncEvery < 0 {
+		bad("SyncEvery", p.SyncEvery, ">= 0 local steps (0: once per epoch)")
+	}
+	if p.LR != LRConstant && p.LR != LRLinear {
+		bad("LR", p.LR, "LRConstant or LRLinear")
+	}
+	if p.WarmupEpochs < 0 || p.WarmupEpochs > max(epochs, 0) {
+		bad("WarmupEpochs", p.WarmupEpochs, fmt.Sprintf("a number of epochs in [0, Epochs = %d]", epochs))
+	}
+	if p.WarmupEpochs > 0 && p.LR != LRLinear {
+		bad("WarmupEpochs", p.WarmupEpochs, fmt.Sprintf("0 with LR %v: the warm-up ramps the linear rule's rate", p.LR))
+	}
+	return errors.Join(errs...)
+}
+
+// rateScale is the factor of Config's rate at step (round) r of the whole
+// run, counting from 0, when the warm-up lasts warm rounds.
+func (p Parallel) rateScale(r, warm int) float64 {
+	if p.LR != LRLinear || p.Workers == 1 {
+		return 1
+	}
+	w := float64(p.Workers)
+	if r >= warm {
+		return w
+	}
+	return 1 + (w-1)*float64(r)/float64(warm)
+}
+
+// Blocks is the number of mini-batches of batch examples an epoch of n
+// examples is cut into, the last one possibly short.
+func Blocks(n, batch int) int { return (n + batch - 1) / batch }
+
+// Shard appends to dst the examples of worker w (from 0) of workers in an
+// epoch whose order is perm, and returns it. The rule: perm is cut into
+// consecutive mini-batches of batch examples (the last one possibly
+// short), and mini-batch j goes to worker j mod workers, which trains on
+// its mini-batches in that order. So one epoch trains on every example
+// once, the shards differ by at most one mini-batch, and step k of every
+// worker together is mini-batch k of an SGD run of batch workers·batch on
+// the same order, the equivalence that makes averaging every step
+// synchronous SGD.
+func Shard(dst, perm []int, batch, workers, w int) []int {
+	if batch < 1 || workers < 1 || w < 0 || w >= workers {
+		panic(fmt.Sprintf("finetune: Shard of worker %d of %d, batch %d", w, workers, batch))
+	}
+	for lo := w * batch; lo < len(perm); lo += workers * batch {
+		dst = append(dst, perm[lo:min(lo+batch, len(perm))]...)
+	}
+	return dst
+}
+
+// Average sets dst to the weighted mean of params, each a replica's flat
+// parameter vector (Network.Params), weights[i] the weight of params[i]:
+// the number of examples replica i trained on since the last averaging, so
+// that a replica whose last mini-batch was short, or that had none, counts
+// for what it saw. nil weights weigh the replicas equally. The sums are
+// taken in float64 and dst may be one of params. It panics if the lengths
+// disagree, a weight is negative or the weights sum to 0.
+func Average(dst []float32, params [][]float32, weights []float64) {
+	if len(params) == 0 || (weights != nil && len(weights) != len(params)) {
+		panic(fmt.Sprintf("finetune: Average of %d vectors with %d weights", len(params), len(weights)))
+	}
+	var total float64
+	for i, p := range params {
+		if len(p) != len(dst) {
+			panic(fmt.Sprintf("finetune: Average: vector %d has %d values; dst %d", i, len(p), len(dst)))
+		}
+		w := 1.0
+		if weights != nil {
+			w = weights[i]
+		}
+		if !(w >= 0) {
+			panic(fmt.Sprintf("finetune: Average: weight %d = %v; want >= 0", i, w))
+		}
+		total += w
+	}
+	if !(total > 0) {
+		panic("finetune: Average: the weights sum to 0")
+	}
+	for j := range dst {
+		var s float64
+		for i, p := range params {
+			if weights == nil {
+				s += float64(p[j])
+			} else if weights[i] != 0 {
+				s += weights[i] * float64(p[j])
+			}
+		}
+		dst[j] = float32(s / total)
+	}
+}
+
+// NumParams returns the number of weights and biases of n, the length of
+// its flat parameter vector.
+func (n *Network) NumParams() int { return n.numParams() }
+
+// Params writes n's flat parameter vector into dst, which it grows if it
+// is shorter than NumParams, and returns it: every layer's W (row-major)
+// then its B, input side first, the output layer last. One vector is what
+// one message carries between the master and a worker.
+func (n *Network) Params(dst []float32) []float32 {
+	p := n.numParams()
+	if cap(dst) < p {
+		dst = make([]float32, p)
+	}
+	dst = dst[:p]
+	n.saveParams(dst)
+	return dst
+}
+
+// SetParams loads the flat parameter vector src (Params's layout) into n.
+// It panics unless len(src) is NumParams.
+func (n *Network) SetParams(src []float32) {
+	if p := n.numParams(); len(src) != p {
+		panic(fmt.Sprintf("finetune: SetParams of %d values; the network has %d", len(src), p))
+	}
+	n.loadParams(src)
+}
+
+// TrainParallel fine-tunes net like Train, but as W = p.Workers replicas
+// trained side by side in one goroutine (local SGD with periodic
+// averaging): each epoch's order is drawn as in Train and cut into shards
+// by Shard's rule, each replica takes one step per mini-batch of its
+// shard, a round of W steps at a time, and after every p.SyncEvery rounds
+// and at the end of each epoch every replica's parameters are replaced by
+// their Average weighted by the examples each saw since the last one.
+// Replica 0 is net itself.
+//
+// Momentum: each replica keeps its own momentum buffers, which are never
+// averaged (local momentum, as in Lin et al.), so an averaging moves only
+// parameters. With S = 1 and equal mini-batches the mean of the replicas'
+// velocities follows the recursion of the velocity of one SGD run of batch
+// W·b, so S = 1 is that run, momentum included; a round whose mini-batches
+// differ in size (the last of an epoch whose size is not a multiple of
+// W·b) is exact only without momentum.
+//
+// Each replica has its own dropout streams (replica 0 Train's). The
+// replicas are stepped at Config's rate scaled by p.LR; EpochStats's
+// LearningRate is the rate of the epoch's last round, its Loss and
+// TrainAccuracy those of every replica's mini-batches, and a
+// DivergenceError's Batch the mini-batch's number in the epoch's order.
+// Validation, best-epoch keeping, early stopping, weight averaging,
+// cancellation and divergence are Train's, on the averaged network. With
+// W = 1 the result is Train's, bit for bit.
+func TrainParallel(ctx context.Context, net *Network, train, valid *data.Set, cfg Config, p Parallel, hooks Hooks) ([]EpochStats, error) {
+	net.check()
+	valid, err := checkTrain(net, train, valid, cfg)
+	if err = errors.Join(err, p.Validate(cfg.Epochs)); err != nil {
+		return nil, err
+	}
+	if blocks := Blocks(train.N, min(cfg.BatchSize, train.N)); p.Workers > blocks {
+		return nil, fmt.Errorf("finetune: Workers = %d; an epoch of %d examples in mini-batches of %d has %d, one for each worker at most", p.Workers, train.N, cfg.BatchSize, blocks)
+	}
+	if cfg.Epochs == 0 {
+		return nil, nil
+	}
+	if cfg.Threads > 0 {
+		blas.SetThreads(cfg.Threads)
+	}
+	rs := newReplicas(net, cfg, p, train.N)
+	var ev *evaluator
+	if valid != nil {
+		ev = newEvaluator(net)
+	}
+	k := newKeeper(net, cfg.AverageLast)
+	rng := rand.New(rand.NewPCG(cfg.Seed, streamShuffle))
+	perm := make([]int, train.N)
+	stats := make([]EpochStats, 0, cfg.Epochs)
+	for e := 1; e <= cfg.Epochs; e++ {
+		start := time.Now()
+		data.Permutation(rng, train.N, perm)
+		st, err := rs.epoch(ctx, train, perm, e, cfg, k.bestEpoch)
+		if err != nil {
+			net.loadParams(k.best)
+			return stats, err
+		}
+		if ev != nil {
+			st.ValidAccuracy = float64(ev.run(valid, nil)) / float64(valid.N)
+			st.Improved = st.ValidAccuracy > k.bestAcc
+		} else {
+			st.Improved = true
+		}
+		k.endEpoch(net, st, e > cfg.Epochs-cfg.AverageLast)
+		st.Seconds = time.Since(start).Seconds()
+		stats = append(stats, st)
+		if hooks.Epoch != nil {
+			hooks.Epoch(st)
+		}
+		if ev != nil && cfg.Patience > 0 && k.sinceBest >= cfg.Patience {
+			break
+		}
+	}
+	k.load(net)
+	return stats, nil
+}
+
+// replicas are the W trainers of TrainParallel and what averaging needs.
+type replicas struct {
+	p  Parallel
+	ts []*trainer // ts[0] trains the caller's network
+	// vecs[i] is replica i's flat parameter vector at an averaging, avg
+	// their mean; seen[i] counts the examples replica i trained on since
+	// the last averaging, its weight.
+	vecs [][]float32
+	avg  []float32
+	seen []float64
+	// round counts the rounds of the whole run, for the warm-up; warm is
+	// the warm-up's length in rounds.
+	round, warm int
+}
+
+// newReplicas makes W trainers, the first of net and the others of clones
+// of it, each with its own dropout streams, for an epoch of n examples.
+func newReplicas(net *Network, cfg Config, p Parallel, n int) *replicas {
+	rs := &replicas{p: p, seen: make([]float64, p.Workers)}
+	for i := range p.Workers {
+		m := net
+		if i > 0 {
+			m = net.Clone()
+		}
+		t := newTrainerFor(m, cfg, n)
+		if i > 0 {
+			// Replica i draws from its own streams: identical masks on
+			// every replica would be one mask W times over.
+			mix := uint64(i) << 32
+			if t.rng != nil {
+				t.rng = blas.NewRNG(cfg.Seed ^ streamDropout ^ mix)
+			}
+			if t.inputRNG != nil {
+				t.inputRNG = blas.NewRNG(cfg.Seed ^ streamInputDropout ^ mix)
+			}
+		}
+		rs.ts = append(rs.ts, t)
+	}
+	if p.Workers > 1 {
+		rs.vecs = make([][]float32, p.Workers)
+		for i := range rs.vecs {
+			rs.vecs[i] = make([]float32, net.numParams())
+		}
+		rs.avg = make([]float32, net.numParams())
+	}
+	rs.warm = p.WarmupEpochs * rs.rounds(n)
+	return rs
+}
+
+// rounds is the number of rounds of an epoch of n examples: W mini-batches
+// each, the last round possibly with fewer.
+func (rs *replicas) rounds(n int) int {
+	return Blocks(Blocks(n, rs.ts[0].batch), rs.p.Workers)
+}
+
+// epoch trains epoch e on train in the order of perm, a round of one step
+// per replica at a time, averaging the replicas every p.SyncEvery rounds
+// and after the last, and returns its stats. It stops with ctx's error
+// when ctx is cancelled, and with a *DivergenceError, keeping epoch kept's
+// weights, when a step diverges.
+func (rs *replicas) epoch(ctx context.Context, train *data.Set, perm []int, e int, cfg Config, kept int) (EpochStats, error) {
+	var lossSum float64
+	var lr float64
+	correct := 0
+	b, w := rs.ts[0].batch, rs.p.Workers
+	blocks, rounds := Blocks(train.N, b), rs.rounds(train.N)
+	for r := range rounds {
+		if err := ctx.Err(); err != nil {
+			return EpochStats{}, err
+		}
+		lr = cfg.learningRate(e) * rs.p.rateScale(rs.round, rs.warm)
+		for i, t := range rs.ts {
+			j := r*w + i // the mini-batch's number in the epoch's order
+			if j >= blocks {
+				break
+			}
+			idx := perm[j*b : min((j+1)*b, train.N)]
+			train.Gather(t.x, idx)
+			train.GatherLabels(t.labels, idx)
+			loss, c, ok := t.step(len(idx), float32(lr), float32(cfg.Momentum), float32(lr*cfg.WeightDecay))
+			if !ok {
+				return EpochStats{}, &DivergenceError{Epoch: e, Batch: j + 1, Loss: loss, KeptEpoch: kept}
+			}
+			lossSum += loss * float64(len(idx))
+			correct += c
+			rs.seen[i] += float64(len(idx))
+		}
+		rs.round++
+		if s := rs.p.SyncEvery; (s > 0 && (r+1)%s == 0) || r == rounds-1 {
+			rs.average()
+		}
+	}
+	return EpochStats{
+		Epoch:         e,
+		LearningRate:  lr,
+		Loss:          lossSum / float64(train.N),
+		TrainAccuracy: float64(correct) / float64(train.N),
+	}, nil
+}
+
+// average replaces every replica's parameters by their mean weighted by
+// the examples each saw since the last averaging; one replica has nothing
+// to average.
+func (rs *replicas) average() {
+	if len(rs.ts) > 1 {
+		for i, t := range rs.ts {
+			t.net.saveParams(rs.vecs[i])
+		}
+		Average(rs.avg, rs.vecs, rs.seen)
+		for _, t := range rs.ts {
+			t.net.loadParams(rs.avg)
+		}
+	}
+	clear(rs.seen)
+}
