@@ -641,9 +641,8 @@ func TestStepAllocs(t *testing.T) {
 	}
 }
 
-// Dropout: training still learns the synthetic task, the gradient of a
-// dropout step matches finite differences through the same mask, and a bad
-// probability is refused.
+// Dropout: training still learns the synthetic task, and a bad probability
+// is refused (TestDropoutBackward checks a dropout step's gradient).
 func TestDropout(t *testing.T) {
 	train, test := data.SyntheticPair(5, 1000, 300, 64, 4)
 	net := Random([]int{64, 32}, 4, 1)
