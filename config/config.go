@@ -193,10 +193,10 @@ type Cluster struct {
 	// JoinTimeout bounds the wait for slaves, and a local slave's wait for
 	// its master. Default protocol.DefaultJoinTimeout, 60s.
 	JoinTimeout time.Duration `mapstructure:"join_timeout" read:"nats"`
-	// CPUsPerWorker caps every worker (the greedy trainer, or each slave) at
-	// this many CPUs, fractions allowed (0.5: half a core), emulating a
-	// cluster of equal machines on one box; 0 means no cap. At most
-	// MaxCPUsPerWorker.
+	// CPUsPerWorker caps every worker (the greedy trainer, each slave, and
+	// the master while it fine-tunes) at this many CPUs, fractions allowed
+	// (0.5: half a core), emulating a cluster of equal machines on one box;
+	// 0 means no cap. At most MaxCPUsPerWorker.
 	CPUsPerWorker float64 `mapstructure:"cpus_per_worker"`
 	// Colocate puts all local slaves in one CPU group of CPUsPerWorker CPUs
 	// instead of one group each: pipelined pre-training on one machine (the

@@ -131,8 +131,10 @@ var keyDocs = map[string]keyDoc{
 	"cluster.join_timeout": {allowed: "a duration > 0, like 60s",
 		text: "How long the master waits for its slaves, and a local slave for its master."},
 	"cluster.cpus_per_worker": {allowed: "[0, 4096]; 0: no cap",
-		text: "Caps every worker (the greedy trainer, or each slave) at this many CPUs, fractions allowed (0.5: half a core): " +
-			"a cluster of equal machines, emulated on one box."},
+		text: "Caps every worker (the greedy trainer, each slave, and the master while it fine-tunes) at this many CPUs, " +
+			"fractions allowed (0.5: half a core), with as many BLAS threads as it has CPUs, rounded up: a cluster of equal " +
+			"machines, emulated on one box. Where no cgroup can be made (not root, no cpu controller) the run warns and " +
+			"runs uncapped; result.json `finetune.plan.cpus` says whether fine-tuning was capped."},
 	"cluster.colocate": {allowed: "true or false",
 		text: "Puts all local slaves in one CPU group of `cpus_per_worker` CPUs instead of one group each: pipelined " +
 			"pre-training on one machine. It only matters for local slaves with `cpus_per_worker` > 0."},

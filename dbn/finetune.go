@@ -20,10 +20,15 @@ import (
 // it with backprop on the training set less its validation split, and
 // evaluates it. mon (nil: nobody) sees every epoch as it ends.
 //
-// It trains with the process's BLAS threads (Threads 0: finetune.Train
-// leaves them as they are).
+// The master is the one worker that fine-tunes: with
+// cluster.cpus_per_worker it is capped like any worker (asWorker) until
+// fine-tuning returns. The evaluation after training stays capped, as the
+// validation after every epoch inside training is: it is the same emulated
+// machine's work, and it is outside finetune.seconds either way.
 func finetuneNet(ctx context.Context, cfg *config.Config, log hclog.Logger, mon *monitor.Run, train, test *data.Set, rbms []*rbm.RBM) (*FinetuneResult, *finetune.Network, error) {
 	f := cfg.Finetune
+	w := asWorker(cfg.Cluster.CPUsPerWorker, "finetune", "fine-tuning", log)
+	defer w.release()
 	classes := max(train.Classes, test.Classes)
 	var net *finetune.Network
 	seed := seedFor(cfg.Seed, seedFinetune, 0)
@@ -40,8 +45,9 @@ func finetuneNet(ctx context.Context, cfg *config.Config, log hclog.Logger, mon 
 	if nValid := int(math.Round(f.Validation * float64(train.N))); nValid > 0 && nValid < train.N {
 		fit, valid = train.Split(train.N - nValid)
 	}
-	log.Info("fine-tuning", "init", f.Init, "epochs", f.Epochs, "train", fit.N, "validation", setSize(valid), "batch_size", f.BatchSize, "learning_rate", f.LearningRate, "dropout", f.Dropout, "input_dropout", f.InputDropout, "average_last", f.AverageLast, "max_norm", f.MaxNorm, "label_smoothing", f.LabelSmoothing)
-	res := &FinetuneResult{Epochs: f.Epochs, Init: f.Init}
+	log.Info("fine-tuning", "init", f.Init, "epochs", f.Epochs, "train", fit.N, "validation", setSize(valid), "batch_size", f.BatchSize, "cpus", w.cpus, "threads", w.threads, "learning_rate", f.LearningRate, "dropout", f.Dropout, "input_dropout", f.InputDropout, "average_last", f.AverageLast, "max_norm", f.MaxNorm, "label_smoothing", f.LabelSmoothing)
+	res := &FinetuneResult{Epochs: f.Epochs, Init: f.Init, Plan: &FinetunePlan{
+		Workers: 1, BatchPerWorker: min(f.BatchSize, fit.N), CPUs: w.cpus, Threads: w.threads}}
 	start := time.Now()
 	hist, err := finetune.Train(ctx, net, fit, valid, finetune.Config{
 		Epochs: f.Epochs, BatchSize: f.BatchSize, LearningRate: f.LearningRate,

@@ -55,6 +55,21 @@ type Result struct {
 	// Plan is the plan of a pipelined run's local slaves (cluster.plan),
 	// predicted against measured; absent for other runs.
 	Plan *PlanResult `json:"plan,omitempty"`
+	// EndToEndSeconds is the whole job: PretrainSeconds plus
+	// Finetune.Seconds (PretrainSeconds alone without fine-tuning). Neither
+	// counts loading and preparing the data, the final reconstruction
+	// errors and probe measures, the evaluation after fine-tuning or the
+	// writing of files. Absent until the run's last phase ended, and in
+	// results of versions before it.
+	EndToEndSeconds float64 `json:"end_to_end_seconds,omitempty"`
+}
+
+// endToEnd sets EndToEndSeconds, once the run's last phase ended.
+func (res *Result) endToEnd() {
+	res.EndToEndSeconds = res.PretrainSeconds
+	if res.Finetune != nil {
+		res.EndToEndSeconds += res.Finetune.Seconds
+	}
 }
 
 // PlanResult is how a pipelined run laid its RBMs out on its local slave
@@ -195,6 +210,29 @@ type FinetuneResult struct {
 	PerClass  []float64 `json:"per_class_accuracy"`
 	// Classes names the classes, where the data set has names.
 	Classes []string `json:"classes,omitempty"`
+	// Plan is how fine-tuning ran; absent in results of versions before it.
+	Plan *FinetunePlan `json:"plan,omitempty"`
+}
+
+// FinetunePlan is how fine-tuning was laid out: on how many workers, with
+// which mini-batches, on how many CPUs.
+type FinetunePlan struct {
+	// Workers is W, the workers that fine-tuned: 1, the master.
+	Workers int `json:"workers"`
+	// SyncEvery is S, the mini-batches each worker trains between two
+	// averages of the workers' networks (0: at the end of each epoch), as
+	// finetune.Parallel has it; absent with one worker, which averages
+	// nothing.
+	SyncEvery *int `json:"sync_every,omitempty"`
+	// BatchPerWorker is the examples of each worker's mini-batch.
+	BatchPerWorker int `json:"batch_per_worker"`
+	// CPUs is the cap each worker ran under: cluster.cpus_per_worker, or 0
+	// when there was none (none asked, or the cap could not be set, which
+	// the log says and a cpus_per_worker > 0 beside this 0 shows).
+	CPUs float64 `json:"cpus"`
+	// Threads is each worker's BLAS threads (blas.Threads: 1 in the
+	// pure-Go build, whose gonum BLAS GOMAXPROCS bounds instead).
+	Threads int `json:"threads"`
 }
 
 // ReadResult reads a result.json (ResultFile).

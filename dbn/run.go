@@ -145,6 +145,9 @@ func PlanSettle(stages []pipeline.StageConfig, cfg *config.Config, n int) {
 //
 // Run uses the BLAS threads and GOMAXPROCS of the process as it finds them:
 // they belong to the process, and its command sets them (WorkerThreads).
+// Only while the master is itself the one worker of a phase (the greedy
+// trainer, fine-tuning) with cluster.cpus_per_worker > 0 does Run set the
+// BLAS threads to WorkerThreads, and put them back after it.
 func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err error) {
 	defer func() {
 		if err != nil {
@@ -182,6 +185,9 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 	}
 	weights = append(weights, d.input...)
 	log.Info("pre-training done", "seconds", res.PretrainSeconds)
+	if cfg.Finetune.Epochs == 0 {
+		res.endToEnd()
+	}
 	// Save the pre-trained network now: a failure in fine-tuning loses none
 	// of it.
 	if err := saveRun(out, res, weights); err != nil {
@@ -194,6 +200,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 			return nil, err
 		}
 		res.Finetune = ft
+		res.endToEnd()
 		opt.Monitor.Finetuned(monitorFinetune(ft))
 		weights = append(weights, finetuneArrays(net)...)
 		if err := saveRun(out, res, weights); err != nil {
@@ -396,17 +403,9 @@ func pretrain(ctx context.Context, cfg *config.Config, opt Options, out string, 
 	)
 	switch {
 	case cfg.Pretrain.Mode == config.Greedy:
-		if cpus := cfg.Cluster.CPUsPerWorker; cpus > 0 {
-			// The greedy trainer is the one worker: cap this process.
-			g, err := newCPUGroup(fmt.Sprintf("pipedbn-%d-greedy", os.Getpid()), cpus)
-			if err == nil {
-				err = g.add(os.Getpid())
-				defer g.close()
-			}
-			if err != nil {
-				opt.Logger.Warn("cannot cap the greedy trainer's CPUs; it runs uncapped", "cpus_per_worker", cpus, "error", err)
-			}
-		}
+		// The greedy trainer is the one worker: cap this process.
+		w := asWorker(cfg.Cluster.CPUsPerWorker, "greedy", "the greedy trainer", opt.Logger)
+		defer w.release()
 		stages, err = pipeline.Greedy(ctx, train.X, train.N, stageCfgs, seeds, hooks)
 	case cfg.Cluster.Transport == config.Memory:
 		return pretrainMemory(ctx, cfg, opt, out, train, stageCfgs, seeds[0], prog)

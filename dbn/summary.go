@@ -35,4 +35,7 @@ func PrintSummary(w io.Writer, r *Result) {
 			finetune.FormatConfusion(w, finetune.Evaluation{Accuracy: f.TestAccuracy, Confusion: f.Confusion, PerClass: f.PerClass, N: n}, f.Classes)
 		}
 	}
+	if r.EndToEndSeconds > 0 {
+		fmt.Fprintf(w, "\nend to end (pre-training + fine-tuning): %.1f s\n", r.EndToEndSeconds)
+	}
 }

@@ -67,6 +67,7 @@ func WriteReport(plan *SweepPlan, rows []SweepRow, regenerate string) ([]string,
 	a.simulate(&md, addPlot)
 	a.plans(&md, addPlot)
 	a.accuracy(&md, addPlot)
+	a.endToEnd(&md, addPlot)
 	a.recon(&md, addPlot)
 	a.errorRatios(&md)
 	a.probe(&md, addPlot)
@@ -74,7 +75,7 @@ func WriteReport(plan *SweepPlan, rows []SweepRow, regenerate string) ([]string,
 	a.paired(&md, addPlot)
 	a.runList(&md)
 
-	for _, name := range []string{plotTime, plotSpeedup, plotAccuracy, plotRecon, plotProbe, plotAxis, plotBusy, plotSim, plotPaired, plotPlans} {
+	for _, name := range []string{plotTime, plotSpeedup, plotAccuracy, plotEndToEnd, plotRecon, plotProbe, plotAxis, plotBusy, plotSim, plotPaired, plotPlans} {
 		path := filepath.Join(plan.Dir, name)
 		png, ok := plots[name]
 		if !ok {
@@ -258,9 +259,20 @@ func (a *analysis) speedup(md *strings.Builder, add plotAdder) {
 		return
 	}
 	md.WriteString("speed-up = greedy time on 1 machine / pipelined time on L machines (medians); " +
-		"parallel efficiency = speed-up / L, with L slaves (one per RBM). The paper's are from its Table 3.\n\n")
-	md.WriteString("| L | greedy, 1 machine (s) | pipelined, 1 machine (s) | pipelined, L machines (s) | speed-up | efficiency | paper speed-up | paper efficiency |\n")
-	md.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		"parallel efficiency = speed-up / L, with L slaves (one per RBM). The paper's are from its Table 3.")
+	e2e := a.hasEndToEnd()
+	if e2e {
+		md.WriteString(" end-to-end speed-up: the same ratio of `end_to_end_seconds`, pre-training + fine-tuning on one worker (–: not in these results).")
+	}
+	md.WriteString("\n\n| L | greedy, 1 machine (s) | pipelined, 1 machine (s) | pipelined, L machines (s) | speed-up | efficiency | paper speed-up | paper efficiency |")
+	if e2e {
+		md.WriteString(" end-to-end speed-up |")
+	}
+	md.WriteString("\n|---|---:|---:|---:|---:|---:|---:|---:|")
+	if e2e {
+		md.WriteString("---:|")
+	}
+	md.WriteString("\n")
 	for _, r := range rows {
 		label := r.col.label
 		if r.other != "" {
@@ -274,7 +286,11 @@ func (a *analysis) speedup(md *strings.Builder, add plotAdder) {
 		if t, ok := paperTable3[r.col.depth]; ok {
 			ps, pe = fmt.Sprintf("%.2f", t[0]/t[2]), fmt.Sprintf("%.2f", t[0]/t[2]/float64(r.col.depth))
 		}
-		fmt.Fprintf(md, "| %s | %s | %s | %s | %.2f | %.2f | %s | %s |\n", label, secondsText(r.greedy), one, secondsText(r.pipelinedL), r.speedup, r.efficiency, ps, pe)
+		fmt.Fprintf(md, "| %s | %s | %s | %s | %.2f | %.2f | %s | %s |", label, secondsText(r.greedy), one, secondsText(r.pipelinedL), r.speedup, r.efficiency, ps, pe)
+		if e2e {
+			fmt.Fprintf(md, " %s |", a.endToEndSpeedup(r))
+		}
+		md.WriteString("\n")
 	}
 	png, err := a.speedupPlot(rows)
 	add(plotSpeedup, "speed-up and parallel efficiency vs slaves", png, err)

@@ -597,3 +597,72 @@ sweep:
 		t.Errorf("distinct = %v; want [2 4]", got)
 	}
 }
+
+// Runs with end_to_end_seconds get the end-to-end table, fine-tuning's
+// share, the speed-up table's end-to-end column and end_to_end.png; a cell
+// of results written before the field stays blank, not zero.
+func TestWriteReportEndToEnd(t *testing.T) {
+	t.Parallel()
+	p := plan(t, writeConfig(t, `
+data: {source: synthetic}
+dbn: {layers: [16, 16, 16, 16, 16]}
+pretrain: {epochs: 3}
+cluster: {cpus_per_worker: 0.45}
+finetune: {epochs: 2}
+sweep:
+  vary:
+    - key: dbn.layers
+      values: [[16, 16, 16, 16, 16], [16, 16, 16, 16, 16, 16]]
+    - key: pretrain.mode
+      values: [greedy, pipelined]
+    - key: cluster.colocate
+      values: [false, true]
+`))
+	rows := fabricate(t, p)
+	for i := range rows {
+		r := rows[i].Result
+		if SettingOf(rows[i].Config) == PipelinedOneMachine && len(r.Layers) == 6 {
+			continue // as an older version wrote it
+		}
+		r.EndToEndSeconds = r.PretrainSeconds + r.Finetune.Seconds
+		r.Finetune.Plan = &dbn.FinetunePlan{Workers: 1, BatchPerWorker: 128, CPUs: 0.45, Threads: 1}
+	}
+	if _, err := WriteReport(p, rows, ""); err != nil {
+		t.Fatal(err)
+	}
+	checkPNGs(t, p.Dir, []string{plotEndToEnd}, nil)
+	b, _ := os.ReadFile(filepath.Join(p.Dir, "report.md"))
+	md := string(b)
+	// fakeResult: greedy 10 s per RBM, pipelined on 1 machine 10.5 s, on L
+	// machines 11 s, seed 1 adds 0.01 s; fine-tuning 3 s.
+	for _, want := range []string{
+		"## End to end (pre-training + fine-tuning)",
+		"| greedy, 1 machine | 43.0 | 53.0 |",
+		"| pipelined, 1 machine | 45.0 | – |",
+		"| pipelined, L machines | 14.0 | 14.0 |",
+		"| greedy, 1 machine | 7 | 6 |", // fine-tuning's share, %
+		"| paper efficiency | end-to-end speed-up |",
+		"| L=4 | 40.0 | 42.0 | 11.0 | 3.63 | 0.91 | 2.84 | 0.71 | 3.07 |",
+		"| L=5 | 50.0 | 52.5 | 11.0 | 4.54 | 0.91 | 3.60 | 0.72 | 3.78 |",
+		"Bars: (a) greedy, 1 machine; (b) pipelined, 1 machine; (c) pipelined, L machines;",
+		"](end_to_end.png)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+
+	// Results without end_to_end_seconds: no section, no column, and the
+	// plot goes.
+	for i := range rows {
+		rows[i].Result.EndToEndSeconds = 0
+	}
+	if _, err := WriteReport(p, rows, ""); err != nil {
+		t.Fatal(err)
+	}
+	checkPNGs(t, p.Dir, nil, []string{plotEndToEnd})
+	b, _ = os.ReadFile(filepath.Join(p.Dir, "report.md"))
+	if md := string(b); strings.Contains(md, "End to end") || strings.Contains(md, "end-to-end speed-up") {
+		t.Errorf("report.md of results without end_to_end_seconds has an end-to-end section or column:\n%s", md)
+	}
+}

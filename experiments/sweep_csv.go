@@ -17,7 +17,7 @@ var SweepCSVColumns = []string{
 	"repeat", "setting", "status", "mode", "layers", "hidden_layers", "cpus_per_worker", "colocate",
 	"pretrain_seconds", "busy_seconds", "wait_seconds", "bytes_out", "final_recon_error",
 	"finetune_epochs", "finetune_seconds", "train_accuracy", "validation_accuracy", "test_accuracy",
-	"wall_seconds", "reused", "error",
+	"finetune_cpus", "end_to_end_seconds", "wall_seconds", "reused", "error",
 }
 
 // WriteSweepOutputs writes sweep.csv and the report (report.md and its
@@ -37,7 +37,9 @@ func WriteSweepOutputs(plan *SweepPlan, rows []SweepRow, regenerate string) erro
 // SweepCSV renders the rows of a sweep as CSV: one row per run with its
 // swept values, its setting (see Setting) and its scalar results; results
 // are empty for runs that did not finish. busy_seconds, wait_seconds and
-// bytes_out are totals over the RBMs, final_recon_error their mean.
+// bytes_out are totals over the RBMs, final_recon_error their mean;
+// finetune_cpus (finetune.plan.cpus) and end_to_end_seconds are empty
+// where result.json lacks them (written before they were).
 func SweepCSV(plan *SweepPlan, rows []SweepRow) ([]byte, error) {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
@@ -68,8 +70,16 @@ func SweepCSV(plan *SweepPlan, rows []SweepRow) ([]byte, error) {
 			} else {
 				rec = append(rec, "0", "", "", "", "")
 			}
+			cpus, e2e := "", ""
+			if ft := res.Finetune; ft != nil && ft.Plan != nil {
+				cpus = f(ft.Plan.CPUs)
+			}
+			if res.EndToEndSeconds > 0 {
+				e2e = f(res.EndToEndSeconds)
+			}
+			rec = append(rec, cpus, e2e)
 		} else {
-			rec = append(rec, make([]string, 10)...)
+			rec = append(rec, make([]string, 12)...)
 		}
 		wall := ""
 		if r.WallSeconds > 0 {

@@ -482,7 +482,8 @@ sweep:
 	}
 	want := []string{"index", "run", "dbn.layers", "pretrain.mode", "repeat", "setting", "status", "mode", "layers", "hidden_layers",
 		"cpus_per_worker", "colocate", "pretrain_seconds", "busy_seconds", "wait_seconds", "bytes_out", "final_recon_error",
-		"finetune_epochs", "finetune_seconds", "train_accuracy", "validation_accuracy", "test_accuracy", "wall_seconds", "reused", "error"}
+		"finetune_epochs", "finetune_seconds", "train_accuracy", "validation_accuracy", "test_accuracy", "finetune_cpus", "end_to_end_seconds",
+		"wall_seconds", "reused", "error"}
 	if !slices.Equal(recs[0], want) {
 		t.Errorf("header = %v; want %v", recs[0], want)
 	}
@@ -494,6 +495,8 @@ sweep:
 		"index": "1", "dbn.layers": "[16, 8, 8]", "repeat": "1", "setting": "pipelined, L machines", "status": "ok", "hidden_layers": "2",
 		"cpus_per_worker": "0.5", "colocate": "false", "pretrain_seconds": "11.01", "busy_seconds": "19", "wait_seconds": "1.5",
 		"bytes_out": "2000", "final_recon_error": "0.0375", "finetune_epochs": "4", "test_accuracy": "0.85", "wall_seconds": "3.5", "error": "",
+		// A result.json written before finetune.plan and end_to_end_seconds.
+		"finetune_cpus": "", "end_to_end_seconds": "",
 	} {
 		if got[k] != v {
 			t.Errorf("column %s = %q; want %q", k, got[k], v)
@@ -604,4 +607,30 @@ func unstamp(t *testing.T, p *SweepPlan, r *SweepRun, path ...string) any {
 		t.Fatal(err)
 	}
 	return was
+}
+
+// sweep.csv has a run's end_to_end_seconds and the CPUs its fine-tuning
+// ran under, 0 where the cap could not be set.
+func TestSweepCSVEndToEnd(t *testing.T) {
+	t.Parallel()
+	p := plan(t, writeConfig(t, baseConfig))
+	res := fakeResult(p.Runs[0].Config)
+	res.Finetune = &dbn.FinetuneResult{Seconds: 2, Plan: &dbn.FinetunePlan{Workers: 1, CPUs: 0, Threads: 1}}
+	res.EndToEndSeconds = res.PretrainSeconds + 2
+	b, err := SweepCSV(p, []SweepRow{{SweepRun: p.Runs[0], Status: RunDone, Result: res}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for i, h := range recs[0] {
+		got[h] = recs[1][i]
+	}
+	if got["finetune_cpus"] != "0" || got["end_to_end_seconds"] != "13.01" || got["cpus_per_worker"] != "0.5" {
+		t.Errorf("finetune_cpus %q, end_to_end_seconds %q, cpus_per_worker %q; want 0 (uncapped), 13.01, 0.5",
+			got["finetune_cpus"], got["end_to_end_seconds"], got["cpus_per_worker"])
+	}
 }
