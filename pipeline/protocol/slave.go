@@ -89,6 +89,11 @@ type Slave struct {
 	stopReason  error
 	weights     *messages.Weights
 	weightsSent time.Duration
+	// reportFirst says the slave trains the top RBM and has not trained
+	// a window since it began: it reports its first at once, so that the
+	// master sees the pipeline filled when it is, not up to StatusEvery
+	// later.
+	reportFirst bool
 }
 
 // NewSlave returns a slave that has not registered yet.
@@ -449,6 +454,7 @@ func (s *Slave) begin(now time.Duration, start uint64) {
 	}
 	s.phase, s.deadline = training, 0
 	s.state, s.since = pipeline.WaitingInput, now
+	s.reportFirst = len(a.Downstream) == 0
 	s.out.Messages = append(s.out.Messages, s.in.Start(now)...)
 	s.report(now)
 }
@@ -532,6 +538,10 @@ func (s *Slave) Trained(now time.Duration, err error) {
 		s.sync(now, false) // the checkpoint follows the average
 	} else {
 		s.maybeCheckpoint()
+	}
+	if s.reportFirst {
+		s.reportFirst = false
+		s.report(now)
 	}
 	s.pump(now)
 }
