@@ -55,6 +55,17 @@ type Result struct {
 	// Plan is the plan of a pipelined run's local slaves (cluster.plan),
 	// predicted against measured; absent for other runs.
 	Plan *PlanResult `json:"plan,omitempty"`
+	// PretrainPhases are a pipelined run's phases of pre-training, in
+	// order, their seconds summing to pretrain_seconds (see phaseNames);
+	// absent for greedy runs.
+	PretrainPhases []Phase `json:"pretrain_phases,omitempty"`
+	// Windows is W, the windows each RBM of a pipelined run trains;
+	// BottleneckWindowSeconds the busy seconds per window of its slowest
+	// stage group; OverheadSeconds pretrain_seconds less W of those. See
+	// recordOverhead.
+	Windows                 int     `json:"windows,omitempty"`
+	BottleneckWindowSeconds float64 `json:"bottleneck_window_seconds,omitempty"`
+	OverheadSeconds         float64 `json:"overhead_seconds,omitempty"`
 }
 
 // PlanResult is how a pipelined run laid its RBMs out on its local slave
