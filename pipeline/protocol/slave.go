@@ -589,34 +589,6 @@ func (s *Slave) finish(now time.Duration) {
 	s.log.Info("trained; weights sent", "batches", st.Batches, "busy_seconds", st.Busy.Seconds())
 }
 
-func (s *Slave) bytes() (in, out uint64) {
-	if s.cfg.Bytes == nil {
-		return 0, 0
-	}
-	return s.cfg.Bytes()
-}
-
-// report sends the slave's status: its heartbeat.
-func (s *Slave) report(now time.Duration) {
-	s.lastSent = now
-	st := s.stats
-	in, out := s.bytes()
-	m := &messages.Status{
-		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Replica: s.assign.Replica, Slave: s.cfg.Name, Process: s.cfg.Process, State: WireState(s.state),
-		Epoch: st.Epoch, Batches: st.Batches, ReconError: st.LastRecon, ReconErrors: st.Recon,
-		BusySeconds: st.Busy.Seconds(), WaitSeconds: (st.WaitInput + st.WaitCredit).Seconds(),
-		BytesIn: in, BytesOut: out,
-	}
-	if s.in != nil {
-		m.Rejected = s.in.Stats().Rejected
-		m.Upstream = s.assign.Upstream
-	}
-	if s.down != nil {
-		m.Downstream = s.assign.Downstream
-	}
-	s.send(MasterName, m)
-}
-
 // Interrupt asks the slave to stop (a signal): it leaves a checkpoint at
 // the next window boundary, and ends with reason.
 func (s *Slave) Interrupt(now time.Duration, reason error) {
