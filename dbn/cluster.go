@@ -55,6 +55,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	if err != nil {
 		return nil, err
 	}
+	prog.phases.end(phaseCalibration)
 	srv, err := startServer(ctx, cfg, lay, log)
 	if err != nil {
 		return nil, err
@@ -299,6 +300,7 @@ func (r *recorder) observer(prog *progress, saver *saver, log hclog.Logger) prot
 		},
 		Checkpointed: prog.checkpointed(saver.checkpointed),
 		Joined:       r.monitor.Joined,
+		Passed:       prog.phases.observer(),
 	}
 }
 

@@ -28,8 +28,10 @@ func pretrainMemory(ctx context.Context, cfg *config.Config, opt Options, out st
 		Stages: stageCfgs, Data: train.X, N: train.N, ShuffleSeed: shuffleSeed,
 		Credits: cfg.Cluster.Credits, CheckpointEvery: rel.CheckpointEvery,
 		Observer: protocol.Observer{Hooks: prog.hooks(), Checkpointed: prog.checkpointed(saver.checkpointed),
-			Joined: opt.Monitor.Joined, Lost: opt.Monitor.Lost, Recovered: opt.Monitor.Recovered},
+			Joined: opt.Monitor.Joined, Lost: opt.Monitor.Lost, Recovered: opt.Monitor.Recovered,
+			Passed: prog.phases.observer()},
 	}
+	prog.phases.end(phaseCalibration) // nothing to plan: every RBM trains in this process
 	if rel.SaveEvery > 0 && rel.CheckpointEvery > 0 {
 		stopSaving := saver.every(rel.SaveEvery)
 		defer stopSaving()

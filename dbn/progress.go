@@ -34,6 +34,8 @@ type progress struct {
 	mon *monitor.Run
 	// probe, if set, keeps snapshots of the RBMs (pretrain.probe).
 	probe *probe
+	// phases, if set, times the phases of a pipelined run.
+	phases *phaseClock
 }
 
 const (

@@ -62,6 +62,17 @@ type Result struct {
 	// writing of files. Absent until the run's last phase ended, and in
 	// results of versions before it.
 	EndToEndSeconds float64 `json:"end_to_end_seconds,omitempty"`
+	// PretrainPhases are a pipelined run's phases of pre-training, in
+	// order, their seconds summing to pretrain_seconds (see phaseNames);
+	// absent for greedy runs.
+	PretrainPhases []Phase `json:"pretrain_phases,omitempty"`
+	// Windows is W, the windows each RBM of a pipelined run trains;
+	// BottleneckWindowSeconds the busy seconds per window of its slowest
+	// stage group; OverheadSeconds pretrain_seconds less W of those. See
+	// recordOverhead.
+	Windows                 int     `json:"windows,omitempty"`
+	BottleneckWindowSeconds float64 `json:"bottleneck_window_seconds,omitempty"`
+	OverheadSeconds         float64 `json:"overhead_seconds,omitempty"`
 }
 
 // endToEnd sets EndToEndSeconds, once the run's last phase ended.

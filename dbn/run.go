@@ -179,6 +179,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 		return nil, err
 	}
 	res.record(cfg, trained, probe, d.train)
+	res.recordOverhead(stageCfgs[0], d.train.N)
 	var weights []array
 	for i, r := range trained.rbms {
 		weights = append(weights, rbmArrays(i+1, r.Visible, r.Hidden, r.W, r.A, r.B)...)
@@ -290,13 +291,18 @@ func pretrainShown(ctx context.Context, cfg *config.Config, opt Options, out str
 	}
 	log.Info("pre-training", "mode", cfg.Pretrain.Mode, "layers", fmt.Sprint(cfg.DBN.Layers), "epochs", cfg.Pretrain.Epochs, "batch_size", cfg.Pretrain.BatchSize, "blas", blas.Name(), "blas_core", blas.Core(), "threads", blas.Threads())
 	start := time.Now()
+	if cfg.Pretrain.Mode == config.Pipelined {
+		prog.phases = newPhaseClock(start, opt.Monitor)
+	}
 	prog.probe.started()
 	t, err := pretrain(ctx, cfg, opt, out, train, stageCfgs, prog)
 	prog.stop()
 	if err != nil {
 		return nil, nil, err
 	}
-	res.PretrainSeconds = time.Since(start).Seconds()
+	end := time.Now()
+	res.PretrainSeconds = end.Sub(start).Seconds()
+	res.PretrainPhases = prog.phases.phases(end)
 	return t, prog.probe, nil
 }
 

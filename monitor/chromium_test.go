@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,6 +68,7 @@ var (
 	rbmRow    = regexp.MustCompile(`<div class="row rbm" id="rbm-(\d+)" data-state="([a-z_]+)"`)
 	curvePts  = regexp.MustCompile(`<polyline class="curve[^"]*" points="[^"]*" data-points="(\d+)"`)
 	figureEnd = "</figure>"
+	phaseItem = regexp.MustCompile(`<li data-phase="([a-z]+)"(?: class="(current)")?`)
 )
 
 // A headless Chromium (Debian's chromium, which `make deps` installs)
@@ -129,6 +131,15 @@ func TestChromiumShowsRun(t *testing.T) {
 	}
 	if len(rows) != 3 {
 		t.Errorf("the rendered page has rows of RBMs %v; want 1, 2, 3", rows)
+	}
+	// Every RBM trained windows: the pipeline filled, and the page lists
+	// the phases passed, the current one marked.
+	var phases []string
+	for _, m := range phaseItem.FindAllStringSubmatch(dom, -1) {
+		phases = append(phases, strings.TrimSpace(m[1]+" "+m[2]))
+	}
+	if len(phases) < 4 || !slices.Equal(phases[:3], []string{"calibration", "start", "fill"}) || !strings.HasSuffix(phases[len(phases)-1], " current") {
+		t.Errorf("the rendered page lists the phases %q; want calibration, start, fill and more, the last current", phases)
 	}
 	if t.Failed() {
 		t.Fatalf("the page's console:\n%s\nthe rendered DOM:\n%s", console, dom)

@@ -81,6 +81,7 @@ func servedMetrics(t *testing.T) []string {
 	t.Helper()
 	r := monitor.NewRun("d", "pipelined", "")
 	r.Pretraining([]pipeline.StageConfig{{Index: 1, Visible: 4, Hidden: 3, Epochs: 2, BatchSize: 1}}, 10)
+	r.EnterPretrainPhase("calibration")
 	time.Sleep(time.Millisecond) // an ETA needs time to have passed
 	r.Observe(pipeline.Stats{Index: 1, Batches: 3, Rows: 3, Busy: time.Second, Recon: []float64{0.1}, LastRecon: 0.1, Worker: "s1"})
 	r.Checkpointed(1, pipeline.StageState{})

@@ -17,6 +17,8 @@ var (
 		"1 for the phase the run is in (starting, pre-training, fine-tuning, done, failed, interrupted), 0 for the others.", []string{"phase"}, nil)
 	descRunStart = prometheus.NewDesc("pipedbn_run_start_time_seconds",
 		"When the run started, in seconds since the Unix epoch.", nil, nil)
+	descPretrainPhase = prometheus.NewDesc("pipedbn_pretrain_phase_seconds",
+		"Seconds a pipelined run's pre-training spent in the phase (calibration, start, fill, steady, drain, collect), the current one's so far; absent before the run enters it.", []string{"phase"}, nil)
 	descETA = prometheus.NewDesc("pipedbn_pretrain_eta_seconds",
 		"Estimated seconds pre-training has left; absent while unknown.", nil, nil)
 	descBatchesPlanned = prometheus.NewDesc("pipedbn_batches_planned",
@@ -66,7 +68,7 @@ var stateOrder = []string{"idle", "training", "waiting_input", "waiting_credit",
 type collector struct{ r *Run }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descRunInfo, descRunPhase, descRunStart, descETA, descBatchesPlanned,
+	for _, d := range []*prometheus.Desc{descRunInfo, descRunPhase, descRunStart, descPretrainPhase, descETA, descBatchesPlanned,
 		descBatches, descSamples, descBusy, descWait, descRecon, descEpochRecon, descEpoch, descEpochsDone,
 		descState, descRejected, descCheckpoints, descCheckpointTime, descLost, descRecoveries, descRedone,
 		descRegistrations, descAccuracy} {
@@ -90,6 +92,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descRunPhase, oneIf(r.phase == p), p.String())
 	}
 	gauge(descRunStart, float64(r.started.UnixNano())/1e9)
+	for _, p := range s.PretrainPhases {
+		gauge(descPretrainPhase, p.Seconds, p.Name)
+	}
 	if s.ETASeconds != nil {
 		gauge(descETA, *s.ETASeconds)
 	}

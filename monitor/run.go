@@ -100,6 +100,9 @@ type Status struct {
 	// printed it (cluster.plan: stage groups, predicted seconds per
 	// window); "" for other runs.
 	Plan string `json:"plan,omitempty"`
+	// PretrainPhases are the phases of a pipelined run's pre-training
+	// passed so far, and the one it is in; absent for greedy runs.
+	PretrainPhases []PretrainPhase `json:"pretrain_phases,omitempty"`
 	// RBMs lists every RBM of the DBN, RBM_1 first.
 	RBMs []RBMStatus `json:"rbms"`
 	// Slaves lists the slaves that registered, in order.
@@ -234,6 +237,10 @@ type Run struct {
 	finetune      *Finetune
 	plan          string
 	lastPoll      time.Time // of /api/status, for Linger
+	// entered are the phases of pre-training entered so far; phases those
+	// of result.json, once pre-training ended.
+	entered []enteredPhase
+	phases  []PretrainPhase
 }
 
 // rbmState is what Run knows of one RBM: its latest report, and the
@@ -557,6 +564,7 @@ func (r *Run) Status() Status {
 		}
 		s.PretrainSeconds = pend.Sub(r.pretrainStart).Seconds()
 	}
+	s.PretrainPhases = r.pretrainPhases(now)
 	for _, st := range r.rbms {
 		c, x := st.cfg, st.stats
 		total := st.planned

@@ -118,6 +118,7 @@ function renderRun(s) {
     ]),
     el('div', { class: 'progress', title: 'mini-batches trained of planned, all RBMs' },
       el('span', { style: `width:${s.batches_total ? (100 * s.batches / s.batches_total).toFixed(1) : 0}%` })),
+    s.pretrain_phases ? phaseList(s.pretrain_phases) : null,
     s.error ? el('p', { class: 'error' }, s.error) : null,
     s.plan ? el('details', { id: 'plan' }, el('summary', {}, 'plan of the slaves'), el('pre', {}, s.plan)) : null);
   parts.push(head);
@@ -127,6 +128,16 @@ function renderRun(s) {
   if (s.finetuning || s.finetune) parts.push(finetune(s.finetuning, s.finetune));
   if ((s.slaves || []).length) parts.push(slaveTable(s.slaves));
   return parts;
+}
+
+// phaseList shows the phases of a pipelined run's pre-training passed so
+// far, each with its seconds, and the current one (result.json's
+// pretrain_phases, once pre-training ended).
+function phaseList(ps) {
+  const secs = (x) => (x < 10 ? Math.max(0, x).toFixed(2) + ' s' : dur(x));
+  return el('ol', { id: 'phases', class: 'phases', title: 'phases of pre-training and their seconds' },
+    ps.map((p) => el('li', { 'data-phase': p.name, class: p.current ? 'current' : null },
+      el('span', { class: 'label' }, p.name), ' ', el('span', { class: 'num' }, secs(p.seconds)))));
 }
 
 function rbmRows(rbms, recoveries) {

@@ -75,6 +75,9 @@ type Observer struct {
 	Recovered func(Recovery)
 	// Checkpointed sees every checkpoint once it is stored.
 	Checkpointed func(rbm int, state pipeline.StageState)
+	// Passed sees each Milestone of the run once, when the master passes
+	// it.
+	Passed func(Milestone)
 }
 
 // Trained is one RBM as its slave reported it at the end.
@@ -132,6 +135,8 @@ type Master struct {
 	src   *pipeline.Source
 	feed  *Dealer
 	dealt bool // every data window was dealt
+
+	passed [milestoneEnd]bool // the milestones the Observer was told of
 }
 
 // NewMaster returns the master of the run cfg describes.
@@ -347,6 +352,7 @@ func (m *Master) Receive(now time.Duration, e Envelope) {
 		}
 		s.weights = msg
 		m.finished(i)
+		m.sawTrained()
 	case *messages.Error:
 		if msg.Stopped {
 			m.left(now, s, e.From, msg.Text)
@@ -453,6 +459,7 @@ func (m *Master) status(s *seat, msg *messages.Status) {
 	if up, down := m.neighbours(s.at); !slices.Equal(msg.Upstream, up) || !slices.Equal(msg.Downstream, down) {
 		m.send(s.slave, m.assignment(s)) // a relink lost on the way
 	}
+	m.sawStatus(s, msg)
 	stats, epochs := m.progress(i)
 	h := m.cfg.Observer.Hooks
 	if h.Window != nil {
@@ -544,6 +551,7 @@ func (m *Master) pumpFeed(now time.Duration) {
 			return
 		}
 		m.out.Messages = append(m.out.Messages, m.feed.Send(now, w))
+		m.pass(FirstDealt)
 	}
 }
 
@@ -575,6 +583,7 @@ func (m *Master) assign(s *seat, resume bool, from *messages.Checkpoint) {
 		s.from = from
 	}
 	s.assigned, s.confirmed = true, false
+	s.base, s.done = batchesOf(from), false
 	m.log.Info("assigned", "slave", s.slave, "rbm", s.at.RBM, "replica", s.at.Replica, "size", fmt.Sprintf("%dx%d", a.Visible, a.Hidden), "from_window", from.GetWindows())
 }
 

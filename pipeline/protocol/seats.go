@@ -40,6 +40,10 @@ type seat struct {
 	floor   int
 	weights *messages.Weights // the slave's final report
 	gone    bool              // it left on request while the master stops
+	// base is the mini-batches the slave was assigned from (its
+	// checkpoint's); done says it reported its last window trained.
+	base int
+	done bool
 }
 
 // vacancy is an RBM whose slave was lost.

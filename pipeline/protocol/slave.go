@@ -89,6 +89,11 @@ type Slave struct {
 	stopReason  error
 	weights     *messages.Weights
 	weightsSent time.Duration
+	// reportFirst says the slave trains the top RBM and has not trained
+	// a window since it began: it reports its first at once, so that the
+	// master sees the pipeline filled when it is, not up to StatusEvery
+	// later.
+	reportFirst bool
 }
 
 // NewSlave returns a slave that has not registered yet.
@@ -449,6 +454,7 @@ func (s *Slave) begin(now time.Duration, start uint64) {
 	}
 	s.phase, s.deadline = training, 0
 	s.state, s.since = pipeline.WaitingInput, now
+	s.reportFirst = len(a.Downstream) == 0
 	s.out.Messages = append(s.out.Messages, s.in.Start(now)...)
 	s.report(now)
 }
@@ -533,6 +539,10 @@ func (s *Slave) Trained(now time.Duration, err error) {
 	} else {
 		s.maybeCheckpoint()
 	}
+	if s.reportFirst {
+		s.reportFirst = false
+		s.report(now)
+	}
 	s.pump(now)
 }
 
@@ -577,34 +587,6 @@ func (s *Slave) finish(now time.Duration) {
 	s.weightsSent = now
 	s.send(MasterName, s.weights)
 	s.log.Info("trained; weights sent", "batches", st.Batches, "busy_seconds", st.Busy.Seconds())
-}
-
-func (s *Slave) bytes() (in, out uint64) {
-	if s.cfg.Bytes == nil {
-		return 0, 0
-	}
-	return s.cfg.Bytes()
-}
-
-// report sends the slave's status: its heartbeat.
-func (s *Slave) report(now time.Duration) {
-	s.lastSent = now
-	st := s.stats
-	in, out := s.bytes()
-	m := &messages.Status{
-		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Replica: s.assign.Replica, Slave: s.cfg.Name, Process: s.cfg.Process, State: WireState(s.state),
-		Epoch: st.Epoch, Batches: st.Batches, ReconError: st.LastRecon, ReconErrors: st.Recon,
-		BusySeconds: st.Busy.Seconds(), WaitSeconds: (st.WaitInput + st.WaitCredit).Seconds(),
-		BytesIn: in, BytesOut: out,
-	}
-	if s.in != nil {
-		m.Rejected = s.in.Stats().Rejected
-		m.Upstream = s.assign.Upstream
-	}
-	if s.down != nil {
-		m.Downstream = s.assign.Downstream
-	}
-	s.send(MasterName, m)
 }
 
 // Interrupt asks the slave to stop (a signal): it leaves a checkpoint at
