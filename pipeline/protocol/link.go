@@ -258,7 +258,10 @@ type Consumer struct {
 
 	lastData, lastGrant, lastResend time.Duration
 	askResend                       bool
-	stats                           LinkStats
+	// heard says a window or the end came from the producer since the
+	// consumer started or relinked.
+	heard bool
+	stats LinkStats
 }
 
 // NewConsumer returns the receiving end of the link from producer (its RBM
@@ -286,7 +289,7 @@ func (c *Consumer) Stats() LinkStats {
 // Start grants the first credit, asking for the kept windows again if the
 // consumer resumes from a checkpoint.
 func (c *Consumer) Start(now time.Duration) Envelope {
-	c.lastData = now
+	c.lastData, c.heard = now, false
 	return c.grant(now, c.askResend)
 }
 
@@ -294,7 +297,7 @@ func (c *Consumer) Start(now time.Duration) Envelope {
 // and asks it for what it keeps.
 func (c *Consumer) Relink(now time.Duration, producer string) Envelope {
 	c.producer = producer
-	c.lastData = now
+	c.lastData, c.heard = now, false
 	return c.grant(now, true)
 }
 
@@ -329,6 +332,7 @@ func (c *Consumer) OnChunk(now time.Duration, from string, m *messages.Chunk) []
 		c.stats.Rejected.Add(messages.ReasonOf(err))
 		return nil
 	}
+	c.heard = true
 	switch {
 	case c.ended || m.Seq < c.next:
 		c.stats.Rejected.Add(messages.RejectDuplicate)
@@ -352,6 +356,7 @@ func (c *Consumer) OnEnd(now time.Duration, from string, m *messages.EndOfStream
 		c.stats.Rejected.Add(reason)
 		return nil, nil
 	}
+	c.heard = true
 	switch {
 	case c.ended:
 		c.stats.Rejected.Add(messages.RejectDuplicate)
@@ -448,10 +453,22 @@ func (c *Consumer) tick(now time.Duration, awaited bool) []Envelope {
 	if awaited && !c.ended && len(c.queue) == 0 && now-c.lastData >= t.ResendAfter && now-c.lastResend >= t.ResendAfter {
 		return []Envelope{c.grant(now, true)}
 	}
-	if now-c.lastGrant >= t.RegrantEvery {
+	if now-c.lastGrant >= c.regrantEvery() {
 		return []Envelope{c.grant(now, false)}
 	}
 	return nil
+}
+
+// regrantEvery is how often the consumer repeats its credit: at every tick
+// until its producer is heard from, since the slaves of a run are assigned
+// at once and a producer that opens its end of the link just after the
+// first credit would otherwise wait RegrantEvery for the next, and every
+// RegrantEvery after that.
+func (c *Consumer) regrantEvery() time.Duration {
+	if c.heard {
+		return c.timing.RegrantEvery
+	}
+	return min(c.timing.Tick(), c.timing.RegrantEvery)
 }
 
 // WindowBudget bounds the bytes of the windows in flight on one link: the

@@ -616,6 +616,9 @@ func TestConsumerTick(t *testing.T) {
 	c := consumer(0, true)
 	start := 10 * time.Second
 	c.Start(start)
+	// Its producer heard from (TestConsumerRegrantsUntilHeard: before).
+	c.OnChunk(start, "s1", chunk(0))
+	c.Take()
 	for _, step := range []struct {
 		at   float64 // seconds after start
 		want string  // "", "grant" or "resend"
@@ -636,8 +639,8 @@ func TestConsumerTick(t *testing.T) {
 			if cr.Resend {
 				got = "resend"
 			}
-			if cr.UpTo != 2 || cr.Next != 0 {
-				t.Errorf("Tick(+%gs) = %+v; want UpTo 2, Next 0", step.at, *cr)
+			if cr.UpTo != 2 || cr.Next != 1 {
+				t.Errorf("Tick(+%gs) = %+v; want UpTo 2, Next 1", step.at, *cr)
 			}
 		} else if len(out) > 1 {
 			t.Fatalf("Tick(+%gs) = [%s]; want at most one credit", step.at, describe(out))
@@ -649,13 +652,49 @@ func TestConsumerTick(t *testing.T) {
 	// A window arrives: while it waits to be taken (and trained: a stage
 	// replica waits for its replicas' average first) the consumer asks for
 	// nothing again, however long that takes, but repeats its credit.
-	c.OnChunk(start+sec(2.1), "s1", chunk(0))
+	c.OnChunk(start+sec(2.1), "s1", chunk(1))
 	if out := c.Tick(start + sec(3.5)); len(out) != 1 || msg[*messages.Credit](t, out, 0).Resend {
 		t.Errorf("Tick with a window queued = [%s]; want one credit, no resend", describe(out))
 	}
 	c.Take()
 	if out := c.Tick(start + sec(3.6)); len(out) != 1 || !msg[*messages.Credit](t, out, 0).Resend {
 		t.Errorf("Tick 1.5s after the last window = [%s]; want a resend", describe(out))
+	}
+}
+
+// Until its producer is heard from, a consumer repeats its credit at every
+// tick, not every RegrantEvery: the slaves of a run are assigned at once,
+// and a producer that opens its end of the link just after the first credit
+// misses it. From the first window on, and after the end of a stream it
+// heard, RegrantEvery.
+func TestConsumerRegrantsUntilHeard(t *testing.T) {
+	t.Parallel()
+	c := consumer(0, true)
+	tick := testTiming().Tick()
+	if tick >= testTiming().RegrantEvery {
+		t.Fatalf("test timing: Tick %s, RegrantEvery %s; want a tick shorter", tick, testTiming().RegrantEvery)
+	}
+	start := 10 * time.Second
+	c.Start(start)
+	for k := 1; k <= 3; k++ {
+		if out := c.Tick(start + time.Duration(k)*tick); len(out) != 1 || msg[*messages.Credit](t, out, 0).Resend {
+			t.Fatalf("Tick %d ticks after the start, producer silent = [%s]; want one credit, no resend", k, describe(out))
+		}
+	}
+	heard := start + 3*tick
+	c.OnChunk(heard, "s1", chunk(0))
+	if out := c.Tick(heard + tick); out != nil {
+		t.Fatalf("Tick a tick after the producer was heard = [%s]; want nothing before RegrantEvery", describe(out))
+	}
+	if out := c.Tick(start + 3*tick + testTiming().RegrantEvery); len(out) != 1 {
+		t.Fatalf("Tick RegrantEvery after the last credit = [%s]; want one credit", describe(out))
+	}
+	// A new producer (Relink) has not been heard from.
+	c.Take()
+	at := start + time.Minute
+	c.Relink(at, "s3")
+	if out := c.Tick(at + tick); len(out) != 1 {
+		t.Fatalf("Tick a tick after a relink = [%s]; want one credit", describe(out))
 	}
 }
 
