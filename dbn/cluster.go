@@ -166,7 +166,7 @@ func (s *natsServer) close() {
 // connects the master to the server.
 func startServer(ctx context.Context, cfg *config.Config, lay *layout, log hclog.Logger) (*natsServer, error) {
 	s := &natsServer{url: cfg.Cluster.NatsURL}
-	var connect []natsnet.Option
+	var master *natsnet.Credential // the master's identity on the embedded server
 	if s.url == "" {
 		ids, err := natsnet.NewIdentities(protocol.MasterName, slaveUsers(cfg.Cluster.Slaves, lay))
 		if err != nil {
@@ -176,7 +176,7 @@ func startServer(ctx context.Context, cfg *config.Config, lay *layout, log hclog
 			return nil, err
 		}
 		s.ids, s.url = ids, s.emb.URL()
-		connect = append(connect, ids.Master.Option())
+		master = &ids.Master
 		log.Info("embedded NATS server started", "url", s.url, "identities", len(ids.Slaves)+1)
 	}
 	// A server of its own may come up after the master (a Swarm stack
@@ -185,7 +185,7 @@ func startServer(ctx context.Context, cfg *config.Config, lay *layout, log hclog
 	if s.emb == nil {
 		wait = cfg.Cluster.JoinTimeout
 	}
-	nc, err := natsnet.ConnectWait(ctx, s.url, "pipedbn-master", wait, log, connect...)
+	nc, err := natsnet.ConnectWait(ctx, s.url, "pipedbn-master", wait, log, master.Options()...)
 	if err != nil {
 		if s.emb != nil {
 			s.emb.Shutdown()

@@ -23,12 +23,18 @@ type Credential struct {
 	User, Password string
 }
 
-// Option is a NATS connection option, for Connect: its callers need not
-// import nats.go.
-type Option = nats.Option
-
 // Option is the connection option that connects as c.
-func (c Credential) Option() Option { return nats.UserInfo(c.User, c.Password) }
+func (c Credential) Option() nats.Option { return nats.UserInfo(c.User, c.Password) }
+
+// Options are the connection options that connect as c, none for a nil c:
+// what Connect and ConnectWait take, for callers that do not import
+// nats.go.
+func (c *Credential) Options() []nats.Option {
+	if c == nil {
+		return nil
+	}
+	return []nats.Option{c.Option()}
+}
 
 // SlaveUser is the user, and so the slave name, of identity k (1-based) of
 // a pool of slave identities.

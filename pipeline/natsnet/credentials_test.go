@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/pipedbn/pipedbn/pipeline/driver"
 )
 
@@ -68,5 +70,23 @@ func TestSlaveNameMustBeAUser(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), `slave name "slave-9" is no user of its credentials`) {
 			t.Errorf("%s: %v; want an error naming the slave name", name, err)
 		}
+	}
+}
+
+// A credential's Options connect as it; a nil one's are none, so that a
+// caller passes them whether or not it has an identity.
+func TestCredentialOptions(t *testing.T) {
+	var none *Credential
+	if opts := none.Options(); len(opts) != 0 {
+		t.Errorf("nil credential's Options = %d options; want none", len(opts))
+	}
+	c := &Credential{User: "u", Password: "p"}
+	opts := c.Options()
+	if len(opts) != 1 {
+		t.Fatalf("Options = %d options; want 1", len(opts))
+	}
+	var o nats.Options
+	if err := opts[0](&o); err != nil || o.User != "u" || o.Password != "p" {
+		t.Errorf("Options set user %q password %q (%v); want u, p", o.User, o.Password, err)
 	}
 }
