@@ -201,7 +201,13 @@ func TestLiveRun(t *testing.T) {
 	}
 	t.Logf("pipedbn_batches_trained_total%s", grew)
 
+	// The ETA needs a report of every RBM; the top RBM reports its first
+	// window at once, the others at their next heartbeat.
 	s := status(t, w.url)
+	for s.ETASeconds == nil && time.Now().Before(deadline) && !w.ended() {
+		time.Sleep(50 * time.Millisecond)
+		s = status(t, w.url)
+	}
 	if s.Name != "live" || s.Mode != "pipelined" || s.State != monitor.Pretraining || len(s.RBMs) != 2 || s.BatchesTotal != 2*1000*100+20000 {
 		t.Fatalf("GET /api/status = %+v; want run live, pipelined, pre-training, 2 RBMs, 220000 mini-batches planned (RBM 2's settle phase: 20%% of 50,000 windows of 2)", s)
 	}
