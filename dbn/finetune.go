@@ -48,6 +48,7 @@ func finetuneNet(ctx context.Context, cfg *config.Config, log hclog.Logger, mon 
 	log.Info("fine-tuning", "init", f.Init, "epochs", f.Epochs, "train", fit.N, "validation", setSize(valid), "batch_size", f.BatchSize, "cpus", w.cpus, "threads", w.threads, "learning_rate", f.LearningRate, "dropout", f.Dropout, "input_dropout", f.InputDropout, "average_last", f.AverageLast, "max_norm", f.MaxNorm, "label_smoothing", f.LabelSmoothing)
 	res := &FinetuneResult{Epochs: f.Epochs, Init: f.Init, Plan: &FinetunePlan{
 		Workers: 1, BatchPerWorker: min(f.BatchSize, fit.N), CPUs: w.cpus, Threads: w.threads}}
+	mon.FinetunePlanned(monitorFinetunePlan(res.Plan))
 	start := time.Now()
 	hist, err := finetune.Train(ctx, net, fit, valid, finetune.Config{
 		Epochs: f.Epochs, BatchSize: f.BatchSize, LearningRate: f.LearningRate,
@@ -83,6 +84,12 @@ func finetuneNet(ctx context.Context, cfg *config.Config, log hclog.Logger, mon 
 	}
 	log.Info("fine-tuning done", "seconds", res.Seconds, "train_accuracy", res.TrainAccuracy, "test_accuracy", res.TestAccuracy)
 	return res, net, nil
+}
+
+// monitorFinetunePlan is p as the monitor shows it.
+func monitorFinetunePlan(p *FinetunePlan) monitor.FinetunePlan {
+	return monitor.FinetunePlan{Workers: p.Workers, SyncEvery: p.SyncEvery, BatchPerWorker: p.BatchPerWorker,
+		CPUs: p.CPUs, Threads: p.Threads}
 }
 
 func setSize(s *data.Set) int {

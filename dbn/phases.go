@@ -142,6 +142,24 @@ func (c *phaseClock) phases(end time.Time) []Phase {
 	return ps
 }
 
+// PhaseSeconds returns the seconds of the phase of pre-training name
+// (calibration, start, fill, steady, drain, collect); false for a greedy
+// run, or a result written before pretrain_phases.
+func (res *Result) PhaseSeconds(name string) (float64, bool) {
+	for _, p := range res.PretrainPhases {
+		if p.Name == name {
+			return p.Seconds, true
+		}
+	}
+	return 0, false
+}
+
+// Overhead returns overhead_seconds; false where the result has none: a
+// greedy or resumed run, or a result written before the field.
+func (res *Result) Overhead() (float64, bool) {
+	return res.OverheadSeconds, res.Windows > 0 && !res.Resumed
+}
+
 // pipelineWindows is W, the windows every RBM of a pipelined run trains:
 // its epochs' and its settle phase's.
 func pipelineWindows(st pipeline.StageConfig, examples int) int {

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/monitor"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
@@ -75,12 +76,14 @@ type Result struct {
 	OverheadSeconds         float64 `json:"overhead_seconds,omitempty"`
 }
 
-// endToEnd sets EndToEndSeconds, once the run's last phase ended.
-func (res *Result) endToEnd() {
+// endToEnd sets EndToEndSeconds, once the run's last phase ended, and
+// tells mon (nil: nobody).
+func (res *Result) endToEnd(mon *monitor.Run) {
 	res.EndToEndSeconds = res.PretrainSeconds
 	if res.Finetune != nil {
 		res.EndToEndSeconds += res.Finetune.Seconds
 	}
+	mon.EndToEnd(res.EndToEndSeconds)
 }
 
 // PlanResult is how a pipelined run laid its RBMs out on its local slave

@@ -187,7 +187,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 	weights = append(weights, d.input...)
 	log.Info("pre-training done", "seconds", res.PretrainSeconds)
 	if cfg.Finetune.Epochs == 0 {
-		res.endToEnd()
+		res.endToEnd(opt.Monitor)
 	}
 	// Save the pre-trained network now: a failure in fine-tuning loses none
 	// of it.
@@ -201,7 +201,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 			return nil, err
 		}
 		res.Finetune = ft
-		res.endToEnd()
+		res.endToEnd(opt.Monitor)
 		opt.Monitor.Finetuned(monitorFinetune(ft))
 		weights = append(weights, finetuneArrays(net)...)
 		if err := saveRun(out, res, weights); err != nil {

@@ -359,9 +359,21 @@ func (a *analysis) timeGoes(md *strings.Builder, add plotAdder) {
 			"(passing the whole data set up through each trained RBM), the second how fast a slave trains compared with " +
 			"the greedy trainer on the same CPUs, the third the share of its time an average slave spends training rather than " +
 			"waiting for input or credit (pipeline fill and drain, flow control) or doing neither (start-up, streaming the data, collecting weights). " +
-			"Training times are summed over RBMs; medians over repeats.\n\n")
-		md.WriteString("| L | greedy (s) | greedy training (s) | pipelined L machines (s) | pipelined training (s) | waiting per slave (s) | rest per slave (s) | greedy overhead | training speed ratio | busy share | efficiency |\n")
-		md.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+			"Training times are summed over RBMs; medians over repeats.")
+		fixed := a.hasFixedCosts()
+		if fixed {
+			md.WriteString(" Pipelined fill, drain: those phases of the pipelined run's `pretrain_phases`; pipelined overhead: its `overhead_seconds`, " +
+				"its time beyond W windows of its bottleneck stage group (–: not in these results).")
+		}
+		md.WriteString("\n\n| L | greedy (s) | greedy training (s) | pipelined L machines (s) | pipelined training (s) | waiting per slave (s) | rest per slave (s) | greedy overhead | training speed ratio | busy share | efficiency |")
+		if fixed {
+			md.WriteString(" pipelined fill (s) | pipelined drain (s) | pipelined overhead (s) |")
+		}
+		md.WriteString("\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		if fixed {
+			md.WriteString("---:|---:|---:|")
+		}
+		md.WriteString("\n")
 		for _, r := range rows {
 			gBusy := median(a.values(r.gCell, totalBusy))
 			pBusy := median(a.values(r.lCell, totalBusy))
@@ -372,12 +384,17 @@ func (a *analysis) timeGoes(md *strings.Builder, add plotAdder) {
 			if r.other != "" {
 				label += " · " + r.other
 			}
-			fmt.Fprintf(md, "| %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f | %.2f | %.2f |\n",
+			fmt.Fprintf(md, "| %s | %s | %s | %s | %s | %s | %s | %.2f | %.2f | %.2f | %.2f |",
 				label, secondsText(r.greedy), secondsText(gBusy), secondsText(r.pipelinedL), secondsText(pBusy), secondsText(pWait/l), secondsText(rest),
 				r.greedy/gBusy, gBusy/pBusy, pBusy/(l*r.pipelinedL), r.efficiency)
+			if fixed {
+				fmt.Fprintf(md, " %s |", strings.Join(a.fixedCostCells(r.lCell), " | "))
+			}
+			md.WriteString("\n")
 		}
 		md.WriteString("\n")
 	}
+	a.fixedCosts(md)
 	md.WriteString("Per RBM (its slave, or the greedy trainer): seconds training, waiting for input or credit, and the rest of the " +
 		"pre-training time (first finished repeat of each cell).\n")
 	png, err := a.grid(func(r *dbn.Result, title string) (*plot.Plot, error) {

@@ -17,7 +17,7 @@ var SweepCSVColumns = []string{
 	"repeat", "setting", "status", "mode", "layers", "hidden_layers", "cpus_per_worker", "colocate",
 	"pretrain_seconds", "busy_seconds", "wait_seconds", "bytes_out", "final_recon_error",
 	"finetune_epochs", "finetune_seconds", "train_accuracy", "validation_accuracy", "test_accuracy",
-	"finetune_cpus", "end_to_end_seconds", "wall_seconds", "reused", "error",
+	"finetune_cpus", "end_to_end_seconds", "overhead_seconds", "wall_seconds", "reused", "error",
 }
 
 // WriteSweepOutputs writes sweep.csv and the report (report.md and its
@@ -39,7 +39,9 @@ func WriteSweepOutputs(plan *SweepPlan, rows []SweepRow, regenerate string) erro
 // are empty for runs that did not finish. busy_seconds, wait_seconds and
 // bytes_out are totals over the RBMs, final_recon_error their mean;
 // finetune_cpus (finetune.plan.cpus) and end_to_end_seconds are empty
-// where result.json lacks them (written before they were).
+// where result.json lacks them (written before they were), and
+// overhead_seconds where the run has none (greedy, resumed, written
+// before it).
 func SweepCSV(plan *SweepPlan, rows []SweepRow) ([]byte, error) {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
@@ -70,16 +72,19 @@ func SweepCSV(plan *SweepPlan, rows []SweepRow) ([]byte, error) {
 			} else {
 				rec = append(rec, "0", "", "", "", "")
 			}
-			cpus, e2e := "", ""
+			cpus, e2e, overhead := "", "", ""
 			if ft := res.Finetune; ft != nil && ft.Plan != nil {
 				cpus = f(ft.Plan.CPUs)
 			}
 			if res.EndToEndSeconds > 0 {
 				e2e = f(res.EndToEndSeconds)
 			}
-			rec = append(rec, cpus, e2e)
+			if o, ok := res.Overhead(); ok {
+				overhead = f(o)
+			}
+			rec = append(rec, cpus, e2e, overhead)
 		} else {
-			rec = append(rec, make([]string, 12)...)
+			rec = append(rec, make([]string, 13)...)
 		}
 		wall := ""
 		if r.WallSeconds > 0 {

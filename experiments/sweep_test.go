@@ -483,7 +483,7 @@ sweep:
 	want := []string{"index", "run", "dbn.layers", "pretrain.mode", "repeat", "setting", "status", "mode", "layers", "hidden_layers",
 		"cpus_per_worker", "colocate", "pretrain_seconds", "busy_seconds", "wait_seconds", "bytes_out", "final_recon_error",
 		"finetune_epochs", "finetune_seconds", "train_accuracy", "validation_accuracy", "test_accuracy", "finetune_cpus", "end_to_end_seconds",
-		"wall_seconds", "reused", "error"}
+		"overhead_seconds", "wall_seconds", "reused", "error"}
 	if !slices.Equal(recs[0], want) {
 		t.Errorf("header = %v; want %v", recs[0], want)
 	}
@@ -495,8 +495,9 @@ sweep:
 		"index": "1", "dbn.layers": "[16, 8, 8]", "repeat": "1", "setting": "pipelined, L machines", "status": "ok", "hidden_layers": "2",
 		"cpus_per_worker": "0.5", "colocate": "false", "pretrain_seconds": "11.01", "busy_seconds": "19", "wait_seconds": "1.5",
 		"bytes_out": "2000", "final_recon_error": "0.0375", "finetune_epochs": "4", "test_accuracy": "0.85", "wall_seconds": "3.5", "error": "",
-		// A result.json written before finetune.plan and end_to_end_seconds.
-		"finetune_cpus": "", "end_to_end_seconds": "",
+		// A result.json written before finetune.plan, end_to_end_seconds
+		// and overhead_seconds.
+		"finetune_cpus": "", "end_to_end_seconds": "", "overhead_seconds": "",
 	} {
 		if got[k] != v {
 			t.Errorf("column %s = %q; want %q", k, got[k], v)

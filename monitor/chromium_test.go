@@ -69,7 +69,17 @@ var (
 	curvePts  = regexp.MustCompile(`<polyline class="curve[^"]*" points="[^"]*" data-points="(\d+)"`)
 	figureEnd = "</figure>"
 	phaseItem = regexp.MustCompile(`<li data-phase="([a-z]+)"(?: class="(current)")?`)
+	fact      = regexp.MustCompile(`<div id="(f-[a-z-]+)"><dt>[^<]*</dt><dd class="num">([^<]*)</dd></div>`)
 )
+
+// facts returns the facts of a rendered page by their ids.
+func facts(dom string) map[string]string {
+	fs := map[string]string{}
+	for _, m := range fact.FindAllStringSubmatch(dom, -1) {
+		fs[m[1]] = m[2]
+	}
+	return fs
+}
 
 // A headless Chromium (Debian's chromium, which `make deps` installs)
 // loads the status page of a pipelined run while it trains: the rendered
@@ -141,6 +151,9 @@ func TestChromiumShowsRun(t *testing.T) {
 	if len(phases) < 4 || !slices.Equal(phases[:3], []string{"calibration", "start", "fill"}) || !strings.HasSuffix(phases[len(phases)-1], " current") {
 		t.Errorf("the rendered page lists the phases %q; want calibration, start, fill and more, the last current", phases)
 	}
+	if e2e, ok := facts(dom)["f-end-to-end"]; ok {
+		t.Errorf("the page of a run in pre-training shows the end-to-end seconds %q; want them once the run ended", e2e)
+	}
 	if t.Failed() {
 		t.Fatalf("the page's console:\n%s\nthe rendered DOM:\n%s", console, dom)
 	}
@@ -173,6 +186,47 @@ func TestChromiumShowsRun(t *testing.T) {
 			}
 			t.Logf("%s screenshot (%dx%d) written to %s", shot.name, shot.width, shot.height, dst)
 		}
+	}
+}
+
+// The page of a finished run, in a headless Chromium, shows the whole
+// job's seconds and, in its fine-tuning section, how fine-tuning was laid
+// out: the workers, each one's mini-batch, CPU cap and threads, as
+// /api/status has them.
+func TestChromiumShowsFinishedRun(t *testing.T) {
+	bin := chromium(t)
+	w, start := startWatched(t, "[16, 8, 4]", 2)
+	start()
+	if err := w.wait(); err != nil {
+		t.Fatal(err)
+	}
+	s := status(t, w.url)
+	if s.Finetuning == nil || s.Finetuning.Plan == nil || s.EndToEndSeconds <= 0 {
+		t.Fatalf("status at the end: finetuning %+v, end_to_end_seconds %v; want the plan and the seconds", s.Finetuning, s.EndToEndSeconds)
+	}
+	p := s.Finetuning.Plan
+	out, console := headless(t, bin, w.url+"/", "--dump-dom")
+	dom := string(out)
+	fs := facts(dom)
+	for id, want := range map[string]string{
+		"f-ft-workers": "1", "f-ft-batch": strconv.Itoa(p.BatchPerWorker), "f-ft-cpus": "uncapped",
+		"f-ft-threads": strconv.Itoa(p.Threads),
+	} {
+		if fs[id] != want {
+			t.Errorf("the fine-tuning plan's %s = %q; want %q (plan %+v)", id, fs[id], want, *p)
+		}
+	}
+	if _, ok := fs["f-ft-sync"]; ok {
+		t.Errorf("the page shows an averaging period for one worker, which averages nothing")
+	}
+	if !strings.Contains(dom, `<section id="finetune">`) || !strings.Contains(dom[strings.Index(dom, `<section id="finetune">`):], `id="ft-plan"`) {
+		t.Errorf("the plan is not in the fine-tuning section")
+	}
+	if e2e := fs["f-end-to-end"]; !regexp.MustCompile(`^[0-9.]+ s$`).MatchString(e2e) {
+		t.Errorf("the end-to-end seconds read %q; want the seconds of %v", e2e, s.EndToEndSeconds)
+	}
+	if t.Failed() {
+		t.Fatalf("the page's console:\n%s\nthe rendered DOM:\n%s", console, dom)
 	}
 }
 

@@ -276,6 +276,7 @@ func TestRunEndsDone(t *testing.T) {
 				r.Index, r.Batches, r.State, len(r.ReconError), r.Epoch, batches, epochs)
 		}
 	}
+	checkAsResult(t, s, w.out)
 	m := get(t, w.url+"/metrics")
 	trained := series(t, m, "pipedbn_batches_trained_total")
 	for i, rbm := range []string{"1", "2"} {
@@ -288,5 +289,29 @@ func TestRunEndsDone(t *testing.T) {
 	}
 	if v := series(t, m, "pipedbn_finetune_accuracy")[`{set="test"}`]; v != s.Finetune.TestAccuracy {
 		t.Errorf(`pipedbn_finetune_accuracy{set="test"} = %v; want %v`, v, s.Finetune.TestAccuracy)
+	}
+}
+
+// checkAsResult checks that the status of a finished run has the
+// fine-tuning plan and the end-to-end seconds of its result.json in out.
+func checkAsResult(t *testing.T, s monitor.Status, out string) {
+	t.Helper()
+	res, err := dbn.ReadResult(filepath.Join(out, dbn.ResultFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.EndToEndSeconds <= 0 || s.EndToEndSeconds != res.EndToEndSeconds {
+		t.Errorf("end_to_end_seconds = %v; want result.json's %v", s.EndToEndSeconds, res.EndToEndSeconds)
+	}
+	if res.Finetune == nil || res.Finetune.Plan == nil {
+		t.Fatalf("result.json has no finetune.plan: %+v", res.Finetune)
+	}
+	if s.Finetuning == nil {
+		t.Fatal("finetuning = null at the end; want the plan")
+	}
+	got, _ := json.Marshal(s.Finetuning.Plan)
+	want, _ := json.Marshal(res.Finetune.Plan)
+	if s.Finetuning.Plan == nil || string(got) != string(want) {
+		t.Errorf("finetuning.plan = %s; want result.json's %s", got, want)
 	}
 }

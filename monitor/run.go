@@ -114,6 +114,10 @@ type Status struct {
 	Finetuning *FinetuneProgress `json:"finetuning"`
 	// Finetune is null until fine-tuning ended.
 	Finetune *Finetune `json:"finetune"`
+	// EndToEndSeconds is the whole job, pre-training and fine-tuning
+	// (result.json's end_to_end_seconds); absent until the run's last
+	// phase ended.
+	EndToEndSeconds float64 `json:"end_to_end_seconds,omitempty"`
 }
 
 // RBMStatus is one RBM's part of a Status.
@@ -213,6 +217,8 @@ type FinetuneEpoch struct {
 type FinetuneProgress struct {
 	Epochs  int             `json:"epochs"`
 	History []FinetuneEpoch `json:"history"`
+	// Plan is how fine-tuning is laid out: null until it is planned.
+	Plan *FinetunePlan `json:"plan"`
 }
 
 // Run is the live state of one run. Its methods are safe for concurrent
@@ -236,6 +242,7 @@ type Run struct {
 	finetuning    *FinetuneProgress
 	finetune      *Finetune
 	plan          string
+	endToEnd      float64
 	lastPoll      time.Time // of /api/status, for Linger
 	// entered are the phases of pre-training entered so far; phases those
 	// of result.json, once pre-training ended.
@@ -555,7 +562,7 @@ func (r *Run) Status() Status {
 		Name: r.name, Mode: r.mode, State: r.phase, Error: r.err, URL: r.url, Plan: r.plan,
 		Started: r.started.UTC().Round(time.Millisecond), ElapsedSeconds: end.Sub(r.started).Seconds(),
 		RBMs: []RBMStatus{}, Slaves: append([]SlaveStatus{}, r.slaves...),
-		Recoveries: append([]RecoveryStatus{}, r.recoveries...),
+		Recoveries: append([]RecoveryStatus{}, r.recoveries...), EndToEndSeconds: r.endToEnd,
 	}
 	if !r.pretrainStart.IsZero() {
 		pend := now
@@ -593,7 +600,8 @@ func (r *Run) Status() Status {
 		}
 	}
 	if r.finetuning != nil {
-		s.Finetuning = &FinetuneProgress{Epochs: r.finetuning.Epochs, History: append([]FinetuneEpoch{}, r.finetuning.History...)}
+		s.Finetuning = &FinetuneProgress{Epochs: r.finetuning.Epochs, History: append([]FinetuneEpoch{}, r.finetuning.History...),
+			Plan: copyPlan(r.finetuning.Plan)}
 	}
 	if r.finetune != nil {
 		f := *r.finetune

@@ -88,8 +88,11 @@ function chart(opt) {
   return g;
 }
 
-function facts(pairs) {
-  return el('dl', { class: 'facts' }, pairs.filter(Boolean).map(([k, v, id]) =>
+// facts is a list of [name, value, id] (falsy entries skipped); attrs
+// are the list's own (its class beside facts).
+function facts(pairs, attrs) {
+  const cls = 'facts' + (attrs && attrs.class ? ' ' + attrs.class : '');
+  return el('dl', { ...attrs, class: cls }, pairs.filter(Boolean).map(([k, v, id]) =>
     el('div', { id }, el('dt', {}, k), el('dd', { class: 'num' }, v))));
 }
 
@@ -113,6 +116,7 @@ function renderRun(s) {
       ['pre-training', dur(s.pretrain_seconds) + (pretrainDone ? '' : ' so far'), 'f-pretrain'],
       ['ETA (pre-training)', s.eta_seconds === null ? (pretrainDone ? 'done' : 'unknown yet') : dur(s.eta_seconds), 'f-eta'],
       ['mini-batches', int(s.batches) + ' / ' + int(s.batches_total), 'f-batches'],
+      s.end_to_end_seconds ? ['end to end', dur(s.end_to_end_seconds), 'f-end-to-end'] : null,
       ['slaves', String((s.slaves || []).length), 'f-slaves'],
       ['started', when(s.started), 'f-started'],
     ]),
@@ -207,6 +211,7 @@ function finetune(prog, ft) {
     ft ? ['train accuracy', pct(ft.train_accuracy)] : null,
     ft ? ['time', dur(ft.seconds)] : null,
   ]));
+  if (prog && prog.plan) sec.append(finetunePlan(prog.plan));
   if (hist.length) {
     const ep = (f) => hist.map((e) => [e.epoch, e[f]]);
     const acc = [{ name: 'train accuracy', cls: 's2', points: ep('train_accuracy') }];
@@ -222,6 +227,19 @@ function finetune(prog, ft) {
   }
   if (ft && ft.confusion && ft.confusion.length) sec.append(confusion(ft));
   return sec;
+}
+
+// finetunePlan shows how fine-tuning is laid out (result.json's
+// finetune.plan): its workers, each one's mini-batch, CPU cap and threads.
+function finetunePlan(p) {
+  return facts([
+    ['workers', int(p.workers), 'f-ft-workers'],
+    p.workers > 1 && p.sync_every !== undefined
+      ? ['averaged every', p.sync_every > 0 ? int(p.sync_every) + ' mini-batches' : 'epoch', 'f-ft-sync'] : null,
+    ['batch per worker', int(p.batch_per_worker), 'f-ft-batch'],
+    ['CPUs per worker', p.cpus > 0 ? sig(p.cpus) : 'uncapped', 'f-ft-cpus'],
+    ['threads per worker', int(p.threads), 'f-ft-threads'],
+  ], { id: 'ft-plan', class: 'plan', title: 'how fine-tuning is laid out' });
 }
 
 function confusion(ft) {
