@@ -169,10 +169,10 @@ const MaxProbeRows = 10000
 // do (pipeline.Settle).
 type Settle struct {
 	// Fraction is the settle phase's length, as a fraction of the run's
-	// windows: F = Fraction x windows / (L-1) a stage, at least
-	// pipeline.MinSettleWindows (or pipeline.MinSettleBatches' worth of
-	// long windows), the top RBM annealing over (L-1)·F; in
-	// [0, 1]; 0 turns it off (the paper's schedule). Default 0.2.
+	// windows: F = Fraction x windows / (L-1) a stage, at least the
+	// windows that hold pipeline.MinSettleBatches mini-batches, the top RBM
+	// annealing over (L-1)·F; in [0, 1]; 0 turns it off (the paper's
+	// schedule). Default 0.2.
 	Fraction float64 `mapstructure:"fraction"`
 	// LearningRate is the rate each RBM's settle phase restarts at, falling
 	// linearly to pretrain.learning_rate.final on its last settle

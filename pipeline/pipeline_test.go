@@ -190,7 +190,8 @@ func examples(seed uint64, n, dim int) []float32 {
 // trained in. In its epochs, no more windows: RBM_i+1 settles on (i)·F of
 // the last (L-1)·F windows of the epochs.
 func TestSettlePhase(t *testing.T) {
-	const n, epochs, batch, k = 250, 3, 32, 2 // 8 batches, 4 windows an epoch
+	const n, epochs, batch, k = 250, 14, 32, 2 // 8 batches, 4 windows an epoch
+	const w = epochs * 4                       // the epochs' windows
 	layers := []int{36, 24, 16, 12}
 	x := examples(1, n, layers[0])
 	plain := testConfigs(layers, epochs, batch, k)
@@ -198,20 +199,20 @@ func TestSettlePhase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const f = MinSettleWindows // 12 windows: F = round(0.2·12/2) = 1, raised to MinSettleWindows; 2F <= 0.75·12
+	const f = MinSettleBatches / k // F = round(0.2·56/2) = 6, raised to MinSettleBatches' worth; 2F <= 0.75·56
 	var settled, inEpochs []StageConfig
 	for _, tc := range []struct {
 		schedule SettleSchedule
 		windows  int // after the epochs
 		start    int // the first settle window of every RBM above the first
 	}{
-		{SettleInEpochs, 0, 12 - 2*f},
-		{SettleAfter, 2 * f, 12},
+		{SettleInEpochs, 0, w - 2*f},
+		{SettleAfter, 2 * f, w},
 	} {
 		settled = testConfigs(layers, epochs, batch, k)
 		PlanSettle(settled, n, 0.2, 0.2, tc.schedule)
 		for i, c := range settled {
-			if want := (Settle{From: 12, Windows: tc.windows, Start: tc.start, Train: i * f, LearningRate: 0.2}); c.Settle != want {
+			if want := (Settle{From: w, Windows: tc.windows, Start: tc.start, Train: i * f, LearningRate: 0.2}); c.Settle != want {
 				t.Fatalf("schedule %d, rbm %d: settle %+v; want %+v", tc.schedule, i+1, c.Settle, want)
 			}
 		}
@@ -234,13 +235,13 @@ func TestSettlePhase(t *testing.T) {
 			if s.Batches != wantBatches || settled[i].Batches(n) != wantBatches {
 				t.Errorf("schedule %d, rbm %d: trained %d mini-batches, planned %d; want %d", tc.schedule, i+1, s.Batches, settled[i].Batches(n), wantBatches)
 			}
-			// After the epochs, RBM_2's F settle windows are in epoch 3;
-			// RBM_3's 2F in epochs 3 and 4 (Seq 12-19).
-			if wantRecon := epochs + i*min(tc.windows, 1); len(s.Recon) != wantRecon {
+			// After the epochs, RBM_i's (i-1)·F settle windows, 4 an
+			// epoch, from window w on.
+			if wantRecon := epochs + min(tc.windows, 1)*(i*f+3)/4; len(s.Recon) != wantRecon {
 				t.Errorf("schedule %d, rbm %d: %d reconstruction errors; want %d", tc.schedule, i+1, len(s.Recon), wantRecon)
 			}
-			if st.Windows() != 12+tc.windows {
-				t.Errorf("schedule %d, rbm %d: handled %d windows; want %d", tc.schedule, i+1, st.Windows(), 12+tc.windows)
+			if st.Windows() != w+tc.windows {
+				t.Errorf("schedule %d, rbm %d: handled %d windows; want %d", tc.schedule, i+1, st.Windows(), w+tc.windows)
 			}
 		}
 		for i := 1; i < 3; i++ {
@@ -250,7 +251,7 @@ func TestSettlePhase(t *testing.T) {
 		}
 	}
 
-	// In its epochs, RBM_2 restarts on window 12-2F at the settle phase's
+	// In its epochs, RBM_2 restarts on window w-2F at the settle phase's
 	// rate, anneals over its F windows and trains on at the final rate and
 	// momentum past them; RBM_3 restarts on the same window and anneals
 	// over 2·F, to the last: each window trains as a Trainer stepped at
@@ -259,11 +260,11 @@ func TestSettlePhase(t *testing.T) {
 		rbm, seq       int
 		rate, momentum float64
 	}{
-		{2, 12 - 2*f - 1, rbm.Schedule(0.1, 0.05, (12-2*f-1)/4, epochs), rbm.Schedule(0.5, 0.9, (12-2*f-1)/4, epochs)}, // before its part: its epoch's
-		{2, 12 - 2*f, -1, 0.9}, // its first settle window: the ramp
-		{2, 12 - f, 0.05, 0.9}, // past its part: the final rate
-		{3, 12 - f - 1, -1, 0.9},
-		{3, 11, -1, 0.9},
+		{2, w - 2*f - 1, rbm.Schedule(0.1, 0.05, (w-2*f-1)/4, epochs), rbm.Schedule(0.5, 0.9, (w-2*f-1)/4, epochs)}, // before its part: its epoch's
+		{2, w - 2*f, -1, 0.9}, // its first settle window: the ramp
+		{2, w - f, 0.05, 0.9}, // past its part: the final rate
+		{3, w - f - 1, -1, 0.9},
+		{3, w - 1, -1, 0.9},
 	} {
 		c := inEpochs[tc.rbm-1]
 		stage := NewStage(c)
@@ -312,40 +313,39 @@ func TestSettlePhase(t *testing.T) {
 		t.Errorf("frozen forward: middle result %v, weights changed %v, seq %d; want HiddenProbs, unchanged, %d", out.X[:4], !slices.Equal(st.RBM().W, before), out.Seq, past)
 	}
 	for _, bad := range []*Window{
-		{Epoch: epochs + 1, Seq: 12 + 2*MinSettleWindows, Rows: []int{5}, X: v}, // past the settle phase
-		{Epoch: epochs, Seq: 11, Rows: []int{5}, X: v},                          // before the settle phase
+		{Epoch: epochs + 2, Seq: w + 2*f, Rows: []int{5}, X: v}, // past the settle phase
+		{Epoch: epochs, Seq: w - 1, Rows: []int{5}, X: v},       // before the settle phase
 	} {
 		if err := st.Train(bad, nil); err == nil {
 			t.Errorf("window of epoch %d, seq %d: trained; want an error", bad.Epoch, bad.Seq)
 		}
 	}
-	if err := NewStage(plain[1]).Train(&Window{Epoch: epochs, Seq: 12, Rows: []int{5}, X: v}, nil); err == nil {
+	if err := NewStage(plain[1]).Train(&Window{Epoch: epochs, Seq: w, Rows: []int{5}, X: v}, nil); err == nil {
 		t.Error("a stage without a settle phase trained a window of epoch Epochs")
 	}
 
-	// The floor of settle windows is MinSettleWindows, or at K > 10 the
-	// windows of MinSettleBatches.
-	for k, want := range map[int]int{1: MinSettleWindows, 10: MinSettleWindows, 11: 4, 20: 2, 50: 1, 200: 1} {
+	// The floor of settle windows is those that hold MinSettleBatches.
+	for k, want := range map[int]int{1: 40, 4: 10, 8: 5, 9: 5, 10: 4, 11: 4, 20: 2, 40: 1, 50: 1, 200: 1} {
 		if got := minSettleWindows(k); got != want {
 			t.Errorf("K = %d: at least %d settle windows; want %d", k, got, want)
 		}
 	}
 
 	// Settle windows that would take more than MaxInEpochs of the epochs
-	// go after them: 12 windows of the 12, a settle phase longer than an
-	// epoch, 3 more epochs of 4.
+	// go after them: w windows of the w, a settle phase longer than an
+	// epoch, 14 more epochs of 4 windows.
 	long := testConfigs(layers, epochs, batch, k)
 	PlanSettle(long, n, 1, 0.2, SettleInEpochs)
-	if long[2].Settle.Windows != 12 || long[2].LastEpoch(n) != epochs+2 {
-		t.Fatalf("settle %+v, last epoch %d; want 12 windows, epoch %d", long[2].Settle, long[2].LastEpoch(n), epochs+2)
+	if long[2].Settle.Windows != w || long[2].LastEpoch(n) != 2*epochs-1 {
+		t.Fatalf("settle %+v, last epoch %d; want %d windows, epoch %d", long[2].Settle, long[2].LastEpoch(n), w, 2*epochs-1)
 	}
 	got, err := Pipelined(x, n, long, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, st := range got {
-		if s := st.Stats(); s.Batches != long[i].Batches(n) || s.Batches != epochs*8+i*6*k {
-			t.Errorf("rbm %d: trained %d mini-batches, planned %d; want %d", i+1, s.Batches, long[i].Batches(n), epochs*8+i*6*k)
+		if s := st.Stats(); s.Batches != long[i].Batches(n) || s.Batches != epochs*8+i*w/2*k {
+			t.Errorf("rbm %d: trained %d mini-batches, planned %d; want %d", i+1, s.Batches, long[i].Batches(n), epochs*8+i*w/2*k)
 		}
 	}
 }

@@ -113,26 +113,25 @@ func (s *SettleSchedule) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// MinSettleWindows is the fewest settle windows F of a stage above the
-// first, however brief the run: an RBM needs a few windows to settle from
-// its restarted rate. On brief runs, where the fraction alone gives F = 1
-// or 2, fewer left upper RBMs above greedy's error, and 4 is the fewest
-// that kept every RBM below it (measured in
-// experiments/results/settle_brief/ and settle_schedule_brief/).
-const MinSettleWindows = 4
-
-// MinSettleBatches caps MinSettleWindows where windows are long: at K >
-// 10 the fewest settle windows are those that hold this many mini-batches
-// (4 windows at K = 10). Four windows of K = 200 would make the quickstart
-// job's settle phase 8 windows, too many for the 10 of its epochs, so they
-// would go after the epochs and cost their time (measured in
-// experiments/results/kstudy_emulated/).
+// MinSettleBatches is the fewest mini-batches in a stage's settle part:
+// F, the settle windows of a stage above the first, is at least the
+// windows that hold this many, however brief the run and at any K (10
+// windows at K = 4, 5 at K = 8, 1 at K >= 40). An RBM needs that many
+// steps to settle from its restarted rate: with fewer, upper RBMs of brief
+// runs ended above greedy's error (experiments/results/settle_brief/,
+// settle_schedule_brief/), and with a floor of 4 windows whatever K, RBM_3
+// of DBNs of 4 RBMs and more at K = 8 and RBM_3 and RBM_4 of those at K = 4
+// did too (experiments/results/depth_rule/, depth_check/). Counted in
+// windows, the floor would make the settle phase of long windows too long
+// for the epochs, so it would go after them and cost its time: 4 windows
+// of K = 200 would make the quickstart job's settle phase 8 windows, too
+// many for the 10 of its epochs (experiments/results/kstudy_emulated/).
 const MinSettleBatches = 40
 
 // minSettleWindows is the fewest settle windows F of a stage at K
 // mini-batches a window.
 func minSettleWindows(k int) int {
-	return max(1, min(MinSettleWindows, (MinSettleBatches+k-1)/max(k, 1)))
+	return max(1, (MinSettleBatches+k-1)/max(k, 1))
 }
 
 // MaxInEpochs is the largest share of the epochs' windows the settle
@@ -153,10 +152,10 @@ func (st Settle) rate(t, batches int, final float64) float64 {
 
 // PlanSettle sets the Settle of every stage of a pipelined run over n
 // examples whose settle phase takes fraction of its windows: F windows
-// for each stage above the first (at least MinSettleWindows, or
-// MinSettleBatches' worth at K > 10, where fraction > 0), where schedule
-// places them (after the epochs where SettleInEpochs would take more than
-// MaxInEpochs of them), the learning rate restarting at rate.
+// for each stage above the first (at least MinSettleBatches' worth, where
+// fraction > 0), where schedule places them (after the epochs where
+// SettleInEpochs would take more than MaxInEpochs of them), the learning
+// rate restarting at rate.
 func PlanSettle(cfgs []StageConfig, n int, fraction, rate float64, schedule SettleSchedule) {
 	L := len(cfgs)
 	if L < 2 || fraction <= 0 || n < 1 {

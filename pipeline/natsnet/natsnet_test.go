@@ -79,7 +79,7 @@ func TestSlaveProcessesMatchInMemory(t *testing.T) {
 	layers := []int{49, 32, 24, 16}
 	x := examples(1, n, layers[0])
 	cfgs := stageConfigs(layers, epochs, batch, k)
-	pipeline.PlanSettle(cfgs, n, 0.1, 0.05, pipeline.SettleAfter) // F = 1, raised to MinSettleWindows: RBM_2 trains 3 settle windows, RBM_3 6
+	pipeline.PlanSettle(cfgs, n, 0.1, 0.05, pipeline.SettleAfter) // F = 1, raised to the floor of pipeline.MinSettleBatches mini-batches
 
 	blas.SetThreads(1)
 	want, err := pipeline.Pipelined(x, n, cfgs, 77)
