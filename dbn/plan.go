@@ -307,6 +307,11 @@ func replicatedUnmeasured(p *plan.Plan, stepRows []float64) []int {
 	return rbms
 }
 
+// measureStepCost times CD steps of a full and of a small mini-batch
+// (rbm.MeasureStepCost); a test that checks a plan's shape replaces it, since
+// the measurement, and so the plan, follows the machine's load.
+var measureStepCost = rbm.MeasureStepCost
+
 // measureStepRows measures, on one thread, what a CD step of each of the
 // RBMs rbms (0-based) costs beyond its samples into job.StepRows, once per
 // shape: steps of job's mini-batch against steps of an eighth of it, the
@@ -331,7 +336,7 @@ func measureStepRows(job plan.Job, rbms []int) {
 		if !done {
 			s = plan.StepRows // mini-batches of a row or so: nothing to tell apart
 			if small < job.BatchSize {
-				full, sub := rbm.MeasureStepCost(shape[0], shape[1], job.BatchSize, small, max(1, job.CDK), stepCalibration)
+				full, sub := measureStepCost(shape[0], shape[1], job.BatchSize, small, max(1, job.CDK), stepCalibration)
 				s = plan.StepRowsFrom(full, sub, job.BatchSize, small)
 			}
 			measured[shape] = s
