@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"time"
 
 	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/data"
@@ -241,40 +239,9 @@ func TrainParallel(ctx context.Context, net *Network, train, valid *data.Set, cf
 		blas.SetThreads(cfg.Threads)
 	}
 	rs := newReplicas(net, cfg, p, train.N)
-	var ev *evaluator
-	if valid != nil {
-		ev = newEvaluator(net)
-	}
-	k := newKeeper(net, cfg.AverageLast)
-	rng := rand.New(rand.NewPCG(cfg.Seed, streamShuffle))
-	perm := make([]int, train.N)
-	stats := make([]EpochStats, 0, cfg.Epochs)
-	for e := 1; e <= cfg.Epochs; e++ {
-		start := time.Now()
-		data.Permutation(rng, train.N, perm)
-		st, err := rs.epoch(ctx, train, perm, e, cfg, k.bestEpoch)
-		if err != nil {
-			net.loadParams(k.best)
-			return stats, err
-		}
-		if ev != nil {
-			st.ValidAccuracy = float64(ev.run(valid, nil)) / float64(valid.N)
-			st.Improved = st.ValidAccuracy > k.bestAcc
-		} else {
-			st.Improved = true
-		}
-		k.endEpoch(net, st, e > cfg.Epochs-cfg.AverageLast)
-		st.Seconds = time.Since(start).Seconds()
-		stats = append(stats, st)
-		if hooks.Epoch != nil {
-			hooks.Epoch(st)
-		}
-		if ev != nil && cfg.Patience > 0 && k.sinceBest >= cfg.Patience {
-			break
-		}
-	}
-	k.load(net)
-	return stats, nil
+	return trainEpochs(ctx, net, train, valid, cfg, hooks, func(perm []int, e, kept int) (EpochStats, error) {
+		return rs.epoch(ctx, train, perm, e, cfg, kept)
+	})
 }
 
 // replicas are the W trainers of TrainParallel and what averaging needs.

@@ -269,6 +269,17 @@ func Train(ctx context.Context, net *Network, train, valid *data.Set, cfg Config
 		blas.SetThreads(cfg.Threads)
 	}
 	t := newTrainerFor(net, cfg, train.N)
+	return trainEpochs(ctx, net, train, valid, cfg, hooks, func(perm []int, e, kept int) (EpochStats, error) {
+		return t.epoch(ctx, train, perm, e, cfg.learningRate(e), cfg, kept)
+	})
+}
+
+// trainEpochs runs the epochs of Train and TrainParallel over net: each
+// shuffles the training set, trains it with epoch (given the permutation,
+// the epoch from 1 and the best epoch so far), validates, keeps the best
+// weights or the average of the last, and stops early without progress.
+// On an error net holds the best weights so far.
+func trainEpochs(ctx context.Context, net *Network, train, valid *data.Set, cfg Config, hooks Hooks, epoch func(perm []int, e, kept int) (EpochStats, error)) ([]EpochStats, error) {
 	var ev *evaluator
 	if valid != nil {
 		ev = newEvaluator(net)
@@ -279,9 +290,8 @@ func Train(ctx context.Context, net *Network, train, valid *data.Set, cfg Config
 	stats := make([]EpochStats, 0, cfg.Epochs)
 	for e := 1; e <= cfg.Epochs; e++ {
 		start := time.Now()
-		lr := cfg.learningRate(e)
 		data.Permutation(rng, train.N, perm)
-		st, err := t.epoch(ctx, train, perm, e, lr, cfg, k.bestEpoch)
+		st, err := epoch(perm, e, k.bestEpoch)
 		if err != nil {
 			net.loadParams(k.best)
 			return stats, err
