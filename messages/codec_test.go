@@ -30,6 +30,10 @@ func testChunk(seed uint64, cols int, batchRows ...int) *Chunk {
 		Data:        make([]float32, rows*cols),
 		BatchRows:   batchRows,
 		Bias:        make([]float32, cols),
+		Labels:      make([]byte, rows),
+	}
+	for i := range c.Labels {
+		c.Labels[i] = byte(1 + rng.IntN(9))
 	}
 	for i := range c.Data {
 		c.Data[i] = rng.Float32()
@@ -284,6 +288,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"rows*cols != len(data)", chunk(func(c *Chunk) { c.Rows++; c.BatchRows[1]++ }), ErrShape},
 		{"data too short", chunk(func(c *Chunk) { c.Data = c.Data[:len(c.Data)-1] }), ErrShape},
 		{"bias != cols", chunk(func(c *Chunk) { c.Bias = c.Bias[1:] }), ErrShape},
+		{"labels != rows", chunk(func(c *Chunk) { c.Labels = c.Labels[1:] }), ErrShape},
 		{"batch rows sum", chunk(func(c *Chunk) { c.BatchRows[0]-- }), ErrShape},
 		{"no batches", chunk(func(c *Chunk) { c.BatchRows = nil }), ErrShape},
 		{"empty batch", chunk(func(c *Chunk) { c.BatchRows = []int{5, 0} }), ErrShape},

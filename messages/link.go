@@ -40,6 +40,10 @@ type Chunk struct {
 	BatchRows []int
 	// Bias is B_i, the producer's hidden biases, of length Cols.
 	Bias []float32
+	// Labels, in the master's data windows of a supervised stage (the
+	// network of data-parallel fine-tuning), holds each row's class: Rows
+	// values. Empty otherwise.
+	Labels []byte
 }
 
 // Kind returns KindChunk.
@@ -73,6 +77,9 @@ func (m *Chunk) validate() error {
 	}
 	if sum != m.Rows {
 		return shapeErr("mini-batch rows sum to %d or more, want rows = %d", sum, m.Rows)
+	}
+	if len(m.Labels) != 0 && len(m.Labels) != m.Rows {
+		return shapeErr("%d labels for %d rows, want one per row or none", len(m.Labels), m.Rows)
 	}
 	return nil
 }
@@ -121,6 +128,7 @@ func (m *Chunk) fields(c *coder) {
 	c.int(&m.Cols, "cols")
 	c.ints(&m.BatchRows, "batch rows")
 	c.f32s(&m.Bias, "bias")
+	c.bytes(&m.Labels, "labels")
 	c.f32s(&m.Data, "data")
 }
 

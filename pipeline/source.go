@@ -11,6 +11,7 @@ import (
 // rows every epoch with its own seeded RNG.
 type Source struct {
 	x            []float32
+	labels       []uint8 // nil: windows without labels
 	n, dim       int
 	batchSize, k int
 	pcg          *rand.PCG
@@ -38,6 +39,16 @@ func NewSource(x []float32, n, dim, batchSize, k int, seed uint64) *Source {
 	return s
 }
 
+// WithLabels makes s deal each row's label, y[row] of n, with it
+// (Window.Labels): the data windows of a supervised stage. It returns s.
+func (s *Source) WithLabels(y []uint8) *Source {
+	if len(y) != s.n {
+		panic(fmt.Sprintf("pipeline: %d labels for a source of %d rows", len(y), s.n))
+	}
+	s.labels = y
+	return s
+}
+
 // BatchesPerEpoch is the number of mini-batches in one epoch: the last one
 // may be short.
 func BatchesPerEpoch(n, batchSize int) int { return (n + batchSize - 1) / batchSize }
@@ -57,11 +68,14 @@ func (s *Source) Epoch(ctx context.Context, e int, fn func(*Window) error) error
 		}
 		w := &s.win
 		w.Epoch, w.Seq, w.Bias = e, s.seq, nil
-		w.Rows, w.X = w.Rows[:0], w.X[:0]
+		w.Rows, w.X, w.Labels = w.Rows[:0], w.X[:0], w.Labels[:0]
 		for b := 0; b < s.k && start < s.n; b++ {
 			rows := min(s.batchSize, s.n-start)
 			for _, r := range s.perm[start : start+rows] {
 				w.X = append(w.X, s.x[r*s.dim:(r+1)*s.dim]...)
+				if s.labels != nil {
+					w.Labels = append(w.Labels, s.labels[r])
+				}
 			}
 			w.Rows = append(w.Rows, rows)
 			start += rows
@@ -143,6 +157,9 @@ func (s *Source) cut(perm []int, e, seq, row int) *Window {
 		r := min(s.batchSize, s.n-row)
 		for _, i := range perm[row : row+r] {
 			w.X = append(w.X, s.x[i*s.dim:(i+1)*s.dim]...)
+			if s.labels != nil {
+				w.Labels = append(w.Labels, s.labels[i])
+			}
 		}
 		w.Rows = append(w.Rows, r)
 		row += r

@@ -35,3 +35,36 @@ func TestSourceAgain(t *testing.T) {
 func sameWindow(a, b *Window) bool {
 	return a.Epoch == b.Epoch && a.Seq == b.Seq && slices.Equal(a.Rows, b.Rows) && slices.Equal(a.X, b.X) && a.Bias == nil && b.Bias == nil
 }
+
+// A labelled source deals each row's label with it, in Next, Again and
+// Epoch alike.
+func TestSourceLabels(t *testing.T) {
+	t.Parallel()
+	const n, dim, batch, k = 23, 2, 4, 2
+	x := make([]float32, n*dim)
+	y := make([]uint8, n)
+	for r := range n {
+		x[r*dim] = float32(r)
+		y[r] = uint8(3*r + 1)
+	}
+	check := func(how string, w *Window) {
+		t.Helper()
+		if len(w.Labels) != w.TotalRows() {
+			t.Fatalf("%s window %d: %d labels for %d rows", how, w.Seq, len(w.Labels), w.TotalRows())
+		}
+		for i, l := range w.Labels {
+			if r := int(w.X[i*dim]); l != y[r] {
+				t.Fatalf("%s window %d row %d (example %d): label %d, want %d", how, w.Seq, i, r, l, y[r])
+			}
+		}
+	}
+	src := NewSource(x, n, dim, batch, k, 5).WithLabels(y)
+	for w, ok := src.Next(2); ok; w, ok = src.Next(2) {
+		check("Next", w)
+		check("Again", src.Again(w.Seq))
+	}
+	byEpoch := NewSource(x, n, dim, batch, k, 5).WithLabels(y)
+	if err := byEpoch.Epoch(t.Context(), 0, func(w *Window) error { check("Epoch", w); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -215,6 +215,9 @@ type Window struct {
 	// the visible biases the consumer's L_i-copy takes. Nil for the data
 	// windows RBM_1 trains on (RBM_1 owns its visible biases).
 	Bias []float32
+	// Labels holds each row's class in the data windows of a supervised
+	// stage (the network of data-parallel fine-tuning); nil otherwise.
+	Labels []uint8
 }
 
 // TotalRows is the number of rows in the window.

@@ -154,7 +154,7 @@ func (p *Producer) chunk(w *pipeline.Window, seq uint64) *messages.Chunk {
 	rows := w.TotalRows()
 	return &messages.Chunk{
 		RunID: p.run.ID, Incarnation: p.run.Incarnation, RBM: p.rbm, Epoch: w.Epoch, Seq: seq,
-		Rows: rows, Cols: len(w.X) / max(rows, 1), Data: w.X, BatchRows: w.Rows, Bias: w.Bias,
+		Rows: rows, Cols: len(w.X) / max(rows, 1), Data: w.X, BatchRows: w.Rows, Bias: w.Bias, Labels: w.Labels,
 	}
 }
 
@@ -412,7 +412,7 @@ func (c *Consumer) Take() *pipeline.Window {
 	m := c.queue[0]
 	c.queue[0] = nil
 	c.queue = c.queue[1:]
-	w := &pipeline.Window{Epoch: m.Epoch, Seq: int(m.Seq), Rows: m.BatchRows, X: m.Data, Bias: m.Bias}
+	w := &pipeline.Window{Epoch: m.Epoch, Seq: int(m.Seq), Rows: m.BatchRows, X: m.Data, Bias: m.Bias, Labels: m.Labels}
 	if c.rbm == 0 {
 		w.Bias = nil // data windows: RBM_1 owns its visible biases
 	}

@@ -46,6 +46,10 @@ type MasterConfig struct {
 	Data        []float32
 	N           int
 	ShuffleSeed uint64
+	// Labels, for a supervised stage (the network of data-parallel
+	// fine-tuning), holds the class of each of the N rows: the data
+	// windows carry them. Nil otherwise.
+	Labels []uint8
 	// Credits bounds the windows in flight on each link.
 	Credits int
 	// CheckpointEvery is C: every slave checkpoints after every C windows.
@@ -149,6 +153,9 @@ func NewMaster(cfg MasterConfig) (*Master, error) {
 	}
 	if len(cfg.Stages) == 0 || cfg.Credits < 1 || cfg.N < 1 {
 		return nil, fmt.Errorf("protocol: a run of %d RBMs, %d credits, %d rows: want at least one of each", len(cfg.Stages), cfg.Credits, cfg.N)
+	}
+	if cfg.Labels != nil && len(cfg.Labels) != cfg.N {
+		return nil, fmt.Errorf("protocol: %d labels for %d rows: want one per row", len(cfg.Labels), cfg.N)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
@@ -499,6 +506,9 @@ func (m *Master) maybeRun(now time.Duration) {
 	}
 	c := m.cfg.Stages[0]
 	m.src = pipeline.NewSource(m.cfg.Data, m.cfg.N, c.Visible, c.BatchSize, c.K, m.cfg.ShuffleSeed)
+	if m.cfg.Labels != nil {
+		m.src.WithLabels(m.cfg.Labels)
+	}
 	first := uint64(math.MaxUint64)
 	var names []string
 	for _, s := range m.seats[1] {
