@@ -94,9 +94,10 @@ func (p Parallel) Validate(epochs int) error {
 	return errors.Join(errs...)
 }
 
-// rateScale is the factor of Config's rate at step (round) r of the whole
-// run, counting from 0, when the warm-up lasts warm rounds.
-func (p Parallel) rateScale(r, warm int) float64 {
+// RateScale is the factor of Config's rate at step (round) r of the whole
+// run, counting from 0, when the warm-up lasts warm rounds: W times from
+// the end of the warm-up on with LRLinear, 1 otherwise.
+func (p Parallel) RateScale(r, warm int) float64 {
 	if p.LR != LRLinear || p.Workers == 1 {
 		return 1
 	}
@@ -268,19 +269,7 @@ func newReplicas(net *Network, cfg Config, p Parallel, n int) *replicas {
 		if i > 0 {
 			m = net.Clone()
 		}
-		t := newTrainerFor(m, cfg, n)
-		if i > 0 {
-			// Replica i draws from its own streams: identical masks on
-			// every replica would be one mask W times over.
-			mix := uint64(i) << 32
-			if t.rng != nil {
-				t.rng = blas.NewRNG(cfg.Seed ^ streamDropout ^ mix)
-			}
-			if t.inputRNG != nil {
-				t.inputRNG = blas.NewRNG(cfg.Seed ^ streamInputDropout ^ mix)
-			}
-		}
-		rs.ts = append(rs.ts, t)
+		rs.ts = append(rs.ts, newTrainerFor(m, cfg, min(cfg.BatchSize, n), i))
 	}
 	if p.Workers > 1 {
 		rs.vecs = make([][]float32, p.Workers)
@@ -314,7 +303,7 @@ func (rs *replicas) epoch(ctx context.Context, train *data.Set, perm []int, e in
 		if err := ctx.Err(); err != nil {
 			return EpochStats{}, err
 		}
-		lr = cfg.learningRate(e) * rs.p.rateScale(rs.round, rs.warm)
+		lr = cfg.Rate(e) * rs.p.RateScale(rs.round, rs.warm)
 		for i, t := range rs.ts {
 			j := r*w + i // the mini-batch's number in the epoch's order
 			if j >= blocks {

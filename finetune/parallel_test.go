@@ -286,8 +286,8 @@ func TestRateScale(t *testing.T) {
 		{Parallel{Workers: 5}, 7, 10, 1, "constant rule"},
 		{Parallel{Workers: 1, LR: LRLinear}, 0, 0, 1, "one worker"},
 	} {
-		if got := c.p.rateScale(c.r, c.warm); got != c.want {
-			t.Errorf("%s: rateScale(%d, %d) = %v; want %v", c.describe, c.r, c.warm, got, c.want)
+		if got := c.p.RateScale(c.r, c.warm); got != c.want {
+			t.Errorf("%s: RateScale(%d, %d) = %v; want %v", c.describe, c.r, c.warm, got, c.want)
 		}
 	}
 }

@@ -142,8 +142,9 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// learningRate returns the rate of epoch e (1-based).
-func (c Config) learningRate(e int) float64 {
+// Rate returns the learning rate of epoch e (from 1): LearningRate, or with
+// LearningRateFinal set, the linear schedule from it to LearningRateFinal.
+func (c Config) Rate(e int) float64 {
 	if c.LearningRateFinal == 0 || c.Epochs <= 1 {
 		return c.LearningRate
 	}
@@ -268,9 +269,9 @@ func Train(ctx context.Context, net *Network, train, valid *data.Set, cfg Config
 	if cfg.Threads > 0 {
 		blas.SetThreads(cfg.Threads)
 	}
-	t := newTrainerFor(net, cfg, train.N)
+	t := newTrainerFor(net, cfg, min(cfg.BatchSize, train.N), 0)
 	return trainEpochs(ctx, net, train, valid, cfg, hooks, func(perm []int, e, kept int) (EpochStats, error) {
-		return t.epoch(ctx, train, perm, e, cfg.learningRate(e), cfg, kept)
+		return t.epoch(ctx, train, perm, e, cfg.Rate(e), cfg, kept)
 	})
 }
 
@@ -339,18 +340,21 @@ func checkTrain(net *Network, train, valid *data.Set, cfg Config) (*data.Set, er
 	return valid, nil
 }
 
-// newTrainerFor is the trainer of net for cfg on n training examples:
-// mini-batches of at most n rows, cfg's dropout, label smoothing and
-// max-norm constraint.
-func newTrainerFor(net *Network, cfg Config, n int) *trainer {
-	t := newTrainer(net, min(cfg.BatchSize, n))
+// newTrainerFor is the trainer of replica replica of net for cfg, for
+// mini-batches of at most batch rows: cfg's dropout, label smoothing and
+// max-norm constraint. Replica 0 draws Train's dropout streams and replica
+// i > 0 streams of its own: identical masks on every replica of
+// data-parallel training would be one mask W times over.
+func newTrainerFor(net *Network, cfg Config, batch, replica int) *trainer {
+	t := newTrainer(net, batch)
+	mix := uint64(replica) << 32
 	if cfg.Dropout > 0 {
 		t.dropout = float32(cfg.Dropout)
-		t.rng = blas.NewRNG(cfg.Seed ^ streamDropout)
+		t.rng = blas.NewRNG(cfg.Seed ^ streamDropout ^ mix)
 	}
 	if cfg.InputDropout > 0 {
 		t.inputDropout = float32(cfg.InputDropout)
-		t.inputRNG = blas.NewRNG(cfg.Seed ^ streamInputDropout)
+		t.inputRNG = blas.NewRNG(cfg.Seed ^ streamInputDropout ^ mix)
 	}
 	t.smoothing = cfg.LabelSmoothing
 	if cfg.MaxNorm > 0 {
