@@ -151,3 +151,16 @@ func (w *Worker) Restore(s WorkerState) error {
 	}
 	return nil
 }
+
+// Reseed seeds the worker's dropout generators afresh from seed, as
+// NewWorker seeds them from a config's Seed: a caller that draws each
+// mini-batch's masks from the batch's own seed trains it the same however
+// often it is trained again.
+func (w *Worker) Reseed(seed uint64) {
+	if w.t.rng != nil {
+		w.t.rng.Seed(seed ^ streamDropout)
+	}
+	if w.t.inputRNG != nil {
+		w.t.inputRNG.Seed(seed ^ streamInputDropout)
+	}
+}

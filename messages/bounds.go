@@ -29,6 +29,10 @@ type Shape struct {
 	// WindowRows bounds the rows of a window (Chunk) into RBM_i: K
 	// mini-batches, at most an epoch's rows.
 	WindowRows int
+	// Flat, for the network of data-parallel fine-tuning, is the length of
+	// its flat parameter vector: the array of its Weights, Params and
+	// Checkpoint (twice, with its momentum) instead of W, A and B.
+	Flat int64
 }
 
 // MaxSize returns the most bytes the encoding of a message of kind k about
@@ -36,14 +40,14 @@ type Shape struct {
 // the rest. It saturates at math.MaxInt64 instead of overflowing.
 func MaxSize(k Kind, s Shape) int64 {
 	v, h := nonNeg(s.Visible), nonNeg(s.Hidden)
-	params := sat.Add(sat.Mul(v, h), v+h)
+	params := max(sat.Add(sat.Mul(v, h), v+h), s.Flat)
 	perEpoch := sat.Mul(8, nonNeg(s.Epochs))
 	switch k {
 	case KindChunk:
 		// The rows of data and the bias, both Visible wide, and at most one
-		// mini-batch length per row.
+		// mini-batch length and one label per row.
 		rows := nonNeg(s.WindowRows)
-		return sat.Add(MaxSmall, sat.Add(sat.Mul(4, sat.Mul(sat.Add(rows, 1), v)), sat.Mul(8, rows)))
+		return sat.Add(MaxSmall, sat.Add(sat.Mul(4, sat.Mul(sat.Add(rows, 1), v)), sat.Mul(9, rows)))
 	case KindWeights:
 		return sat.Add(MaxSmall, sat.Add(sat.Mul(4, params), perEpoch))
 	case KindParams:
@@ -86,5 +90,5 @@ func (m *Assign) Shape() Shape {
 	if m.K > 0 && m.BatchSize > 0 && m.K <= rows/m.BatchSize {
 		rows = m.K * m.BatchSize
 	}
-	return Shape{Visible: m.Visible, Hidden: m.Hidden, Epochs: m.Epochs, WindowRows: rows}
+	return Shape{Visible: m.Visible, Hidden: m.Hidden, Epochs: m.Epochs, WindowRows: rows, Flat: NetParams(m.Net)}
 }

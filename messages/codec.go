@@ -17,7 +17,8 @@ import (
 // them scaled by the replicas; version 10 pads float32 arrays to 4-byte
 // offsets (f32s); version 11 pads the fragment header to 32 bytes
 // (FragmentHeaderSize), so that a message in one fragment decodes in place;
-// version 12 adds a checkpoint's VelWCarry; version 13 a chunk's Labels.
+// version 12 adds a checkpoint's VelWCarry; version 13 a chunk's Labels,
+// and Hidden 0 in parameters for a flat vector (paramsShape).
 const Version uint16 = 13
 
 const (

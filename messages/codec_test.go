@@ -77,6 +77,7 @@ func testMessages() []Message {
 			Upstream: []string{"slave-1a", "slave-1b"}, Downstream: []string{"slave-3"}, Replica: 1, Replicas: 2, SyncEvery: 4,
 			Credits: 4, CheckpointEvery: 5, Resume: true, Process: 0x9e3779b97f4a7c15,
 			SettleFrom: 120, SettleWindows: 12, SettleStart: 123, SettleTrain: 6, SettleLearningRate: 0.03, LCopyOnce: true,
+			Net: []int{500, 64, 500}, Dropout: 0.2, InputDropout: 0.1, MaxNorm: 3, LabelSmoothing: 0.05, LinearRate: true, WarmupWindows: 40,
 		},
 		testChunk(1, 16, 8, 8, 3),
 		&EndOfStream{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 1, Epoch: 20, Windows: 480},
@@ -100,6 +101,9 @@ func testMessages() []Message {
 			RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 3, Replica: 1, Round: 7, Final: true, Windows: 4, Visible: 2, Hidden: 3,
 			W: []float32{0.5, -0.25, 1, 2, -3, 0.125}, A: []float32{0.1, -0.1}, B: []float32{1, 2, 3},
 		},
+		// The flat parameter vector of the network of data-parallel fine-tuning.
+		&Params{RunID: "quickstart-ft", RBM: 1, Replica: 2, Round: 3, Windows: 1, Visible: 4, W: []float32{1, -2, 3, 0.5}},
+		&Weights{RunID: "quickstart-ft", RBM: 1, Visible: 3, W: []float32{1, 2, 3}, ReconErrors: []float64{2.1, 0.4}, Batches: 9},
 		&Admission{Slave: "slave-3", Outcome: InUse, Reason: "name slave-3 is taken", Process: 12},
 		&Admission{Slave: "slave-4", Outcome: Admitted},
 	}
@@ -454,4 +458,37 @@ func testCheckpoint(v, h int) *Checkpoint {
 		c.RNG[i] = uint32(i*2654435761 + 1)
 	}
 	return c
+}
+
+// A flat parameter vector (Hidden 0) is W alone: A, B or a length other
+// than Visible make it malformed.
+func TestFlatParamsShape(t *testing.T) {
+	t.Parallel()
+	flat := func(f func(p *Params)) error {
+		p := &Params{RunID: "r", RBM: 1, Round: 1, Visible: 3, W: []float32{1, 2, 3}}
+		f(p)
+		return p.Check("r", 1, 3, 0)
+	}
+	if err := flat(func(*Params) {}); err != nil {
+		t.Fatalf("a flat vector of 3: %v", err)
+	}
+	for name, f := range map[string]func(p *Params){
+		"with a":      func(p *Params) { p.A = []float32{0, 0, 0} },
+		"with b":      func(p *Params) { p.B = []float32{0} },
+		"short w":     func(p *Params) { p.W = p.W[:2] },
+		"no values":   func(p *Params) { p.W, p.Visible = nil, 0 },
+		"as a matrix": func(p *Params) { p.Hidden = 1 },
+	} {
+		if err := flat(f); !errors.Is(err, ErrShape) {
+			t.Errorf("%s: Check() = %v; want ErrShape", name, err)
+		}
+	}
+	cp := &Checkpoint{RunID: "r", RBM: 1, Windows: 2, Visible: 2, W: []float32{1, 2}, VelW: []float32{0, 0}, RNG: make([]uint32, CheckpointRNGWords)}
+	if err := cp.Check("r", 1, 0, 2, 0); err != nil {
+		t.Fatalf("a flat checkpoint: %v", err)
+	}
+	cp.VelW = cp.VelW[:1]
+	if err := cp.Check("r", 1, 0, 2, 0); !errors.Is(err, ErrShape) {
+		t.Errorf("a flat checkpoint with a short velocity: Check() = %v; want ErrShape", err)
+	}
 }

@@ -2,7 +2,10 @@ package messages
 
 import (
 	"fmt"
+	"math"
 	"slices"
+
+	"github.com/pipedbn/pipedbn/internal/sat"
 )
 
 // This file holds the master's side of the conversation with a slave: a
@@ -206,6 +209,29 @@ type Assign struct {
 	// LCopyOnce: the slave's visible biases take the B_{i-1} of its first
 	// input window only (pretrain.l_copy first_window), not of every one.
 	LCopyOnce bool
+	// Net, for the network of data-parallel fine-tuning rather than an
+	// RBM, holds its layers' widths: the Visible inputs first, the Hidden
+	// classes last; empty for an RBM. Its parameters travel as a flat
+	// vector (Hidden 0 in Params, Weights and Checkpoint), and its data
+	// windows carry labels. Dropout, InputDropout, MaxNorm and
+	// LabelSmoothing are its regularisers (finetune.Config's);
+	// LinearRate scales its learning rate with the replicas, reached over
+	// each replica's first WarmupWindows windows (finetune.LRLinear).
+	Net                                            []int
+	Dropout, InputDropout, MaxNorm, LabelSmoothing float64
+	LinearRate                                     bool
+	WarmupWindows                                  int
+}
+
+// NetParams returns the length of the flat parameter vector of a network
+// whose layers have the widths sizes (Assign.Net), saturating at
+// math.MaxInt64.
+func NetParams(sizes []int) int64 {
+	var n int64
+	for i := 1; i < len(sizes); i++ {
+		n = sat.Add(n, sat.Mul(nonNeg(sizes[i-1])+1, nonNeg(sizes[i])))
+	}
+	return n
 }
 
 // Kind returns KindAssign.
@@ -239,8 +265,35 @@ func (m *Assign) validate() error {
 	if m.SettleWindows > 0 && (m.SettleStart < m.SettleFrom || m.SettleStart+m.SettleTrain > m.SettleFrom+m.SettleWindows) {
 		return invalid("settle: trains windows %d to %d of the phase's %d to %d", m.SettleStart, m.SettleStart+m.SettleTrain-1, m.SettleFrom, m.SettleFrom+m.SettleWindows-1)
 	}
+	if err := m.validateNet(); err != nil {
+		return err
+	}
 	return nonNegative("checkpoint every", m.CheckpointEvery, "epochs", m.Epochs, "batches per epoch", m.BatchesPerEpoch, "rows per epoch", m.RowsPerEpoch,
-		"settle from", m.SettleFrom, "settle windows", m.SettleWindows, "settle start", m.SettleStart, "settle train", m.SettleTrain)
+		"settle from", m.SettleFrom, "settle windows", m.SettleWindows, "settle start", m.SettleStart, "settle train", m.SettleTrain,
+		"warmup windows", m.WarmupWindows)
+}
+
+// validateNet checks the fields of a network's assignment (Net).
+func (m *Assign) validateNet() error {
+	if len(m.Net) == 0 {
+		return nil
+	}
+	n := m.Net
+	if len(n) < 2 || n[0] != m.Visible || n[len(n)-1] != m.Hidden || slices.Min(n) < 1 {
+		return shapeErr("net %v for %d inputs and %d classes: want the inputs first, the classes last, widths >= 1", n, m.Visible, m.Hidden)
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"dropout", m.Dropout}, {"input dropout", m.InputDropout}, {"label smoothing", m.LabelSmoothing}} {
+		if !(p.v >= 0 && p.v < 1) {
+			return invalid("%s %g: want a probability in [0, 1)", p.name, p.v)
+		}
+	}
+	if !(m.MaxNorm >= 0) || math.IsInf(m.MaxNorm, 0) {
+		return invalid("max norm %g: want a finite number >= 0", m.MaxNorm)
+	}
+	return nil
 }
 
 func (m *Assign) fields(c *coder) {
@@ -278,6 +331,13 @@ func (m *Assign) fields(c *coder) {
 	c.int(&m.SettleTrain, "settle train")
 	c.f64(&m.SettleLearningRate, "settle learning rate")
 	c.bool(&m.LCopyOnce, "l copy once")
+	c.ints(&m.Net, "net")
+	c.f64(&m.Dropout, "dropout")
+	c.f64(&m.InputDropout, "input dropout")
+	c.f64(&m.MaxNorm, "max norm")
+	c.f64(&m.LabelSmoothing, "label smoothing")
+	c.bool(&m.LinearRate, "linear rate")
+	c.int(&m.WarmupWindows, "warmup windows")
 }
 
 // Stop tells the slaves to abandon a run.

@@ -178,6 +178,27 @@ func matrixShape(name string, n, rows, cols int) error {
 	return nil
 }
 
+// paramsShape checks the parameters a Params, Weights or Checkpoint
+// carries, lengths w, a and b: RBM_i's W (visible x hidden), A (visible)
+// and B (hidden); or, with hidden 0, a flat parameter vector of visible
+// values in W with A and B empty: the network of data-parallel
+// fine-tuning (finetune.Network.Params's layout).
+func paramsShape(w, a, b, visible, hidden int) error {
+	if hidden == 0 {
+		if visible < 1 || w != visible || a != 0 || b != 0 {
+			return shapeErr("w, a, b of %d, %d, %d values, want a flat vector of %d in w, a and b empty", w, a, b, visible)
+		}
+		return nil
+	}
+	if err := matrixShape("w", w, visible, hidden); err != nil {
+		return err
+	}
+	if a != visible || b != hidden {
+		return shapeErr("len(a), len(b) = %d, %d, want visible, hidden = %d, %d", a, b, visible, hidden)
+	}
+	return nil
+}
+
 // nonNegative takes name, value pairs and reports the first negative value.
 func nonNegative(pairs ...any) error {
 	for i := 0; i+1 < len(pairs); i += 2 {

@@ -29,7 +29,9 @@ type Params struct {
 	// Visible and Hidden are the sizes of L_(i-1) and L_i.
 	Visible, Hidden int
 	// W holds the Visible x Hidden weights, row-major; A the visible and
-	// B the hidden biases.
+	// B the hidden biases. Hidden 0: W holds the flat parameter vector of
+	// Visible values of the network of data-parallel fine-tuning, and A
+	// and B are empty.
 	W, A, B []float32
 }
 
@@ -40,11 +42,8 @@ func (m *Params) validate() error {
 	if m.RBM < 1 || m.Round < 1 {
 		return invalid("rbm %d, round %d: want both >= 1", m.RBM, m.Round)
 	}
-	if err := matrixShape("w", len(m.W), m.Visible, m.Hidden); err != nil {
+	if err := paramsShape(len(m.W), len(m.A), len(m.B), m.Visible, m.Hidden); err != nil {
 		return err
-	}
-	if len(m.A) != m.Visible || len(m.B) != m.Hidden {
-		return shapeErr("len(a), len(b) = %d, %d, want visible, hidden = %d, %d", len(m.A), len(m.B), m.Visible, m.Hidden)
 	}
 	return nonNegative("replica", m.Replica, "windows", m.Windows)
 }

@@ -121,7 +121,9 @@ type Weights struct {
 	// RBM is i, the index of the RBM, and Replica the slave's place among
 	// its replicas.
 	RBM, Replica int
-	// Visible and Hidden are the sizes of L_(i-1) and L_i.
+	// Visible and Hidden are the sizes of L_(i-1) and L_i; Hidden 0: W
+	// holds the flat parameter vector of Visible values of the network of
+	// data-parallel fine-tuning, and A and B are empty.
 	Visible, Hidden int
 	// W holds the Visible x Hidden weights, row-major.
 	W []float32
@@ -145,11 +147,8 @@ func (m *Weights) validate() error {
 	if m.RBM < 1 {
 		return invalid("rbm %d: want >= 1", m.RBM)
 	}
-	if err := matrixShape("w", len(m.W), m.Visible, m.Hidden); err != nil {
+	if err := paramsShape(len(m.W), len(m.A), len(m.B), m.Visible, m.Hidden); err != nil {
 		return err
-	}
-	if len(m.A) != m.Visible || len(m.B) != m.Hidden {
-		return shapeErr("len(a), len(b) = %d, %d, want visible, hidden = %d, %d", len(m.A), len(m.B), m.Visible, m.Hidden)
 	}
 	return nonNegative("replica", m.Replica, "batches", m.Batches)
 }
@@ -235,7 +234,8 @@ type Checkpoint struct {
 	// Incarnation is the run's incarnation, as in Assign.
 	Incarnation uint32
 	// RBM is i, Replica the slave's place among its replicas; Visible and
-	// Hidden the sizes of L_(i-1) and L_i.
+	// Hidden the sizes of L_(i-1) and L_i (Hidden 0: a flat parameter
+	// vector of Visible values in W, as in Weights).
 	RBM, Replica, Visible, Hidden int
 	// Windows is the number of input windows trained: the stream position
 	// training resumes at. Windows 0 means "start from the beginning".
@@ -284,11 +284,11 @@ func (m *Checkpoint) validate() error {
 	if m.Windows == 0 && len(m.W) == 0 {
 		return nil // start from the beginning
 	}
-	if err := matrixShape("w", len(m.W), m.Visible, m.Hidden); err != nil {
+	if err := paramsShape(len(m.W), len(m.A), len(m.B), m.Visible, m.Hidden); err != nil {
 		return err
 	}
-	if len(m.VelW) != len(m.W) || len(m.A) != m.Visible || len(m.VelA) != m.Visible || len(m.B) != m.Hidden || len(m.VelB) != m.Hidden {
-		return shapeErr("a, b, vel_w, vel_a, vel_b of %d, %d, %d, %d, %d values for %d x %d", len(m.A), len(m.B), len(m.VelW), len(m.VelA), len(m.VelB), m.Visible, m.Hidden)
+	if len(m.VelW) != len(m.W) || len(m.VelA) != len(m.A) || len(m.VelB) != len(m.B) {
+		return shapeErr("vel_w, vel_a, vel_b of %d, %d, %d values for w, a, b of %d, %d, %d", len(m.VelW), len(m.VelA), len(m.VelB), len(m.W), len(m.A), len(m.B))
 	}
 	if c := m.VelWCarry; math.IsNaN(c) || math.Abs(c) > math.MaxFloat32 {
 		return invalid("vel w carry %g: want a finite float32", c)

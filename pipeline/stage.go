@@ -53,6 +53,57 @@ type StageConfig struct {
 	// so that r replicas together take as many steps a window as one
 	// slave, and their average moves the RBM as far (replicaSteps).
 	Replicas int
+	// Net, if set, makes the stage the network of data-parallel
+	// fine-tuning rather than an RBM (see NetStage): Visible is then its
+	// inputs and Hidden its classes.
+	Net *NetConfig
+}
+
+// ParamShape is the shape of the stage's parameters as messages carry
+// them (messages.Params, Weights, Checkpoint): RBM_i's Visible x Hidden;
+// for a network, its number of parameters and 0, a flat vector.
+func (c StageConfig) ParamShape() (visible, hidden int) {
+	if c.Net != nil {
+		return c.Net.NumParams(), 0
+	}
+	return c.Visible, c.Hidden
+}
+
+// Model is what a stage trains on its windows: RBM_i (Stage) or the
+// network of data-parallel fine-tuning (NetStage). A slave drives either
+// the same way.
+type Model interface {
+	Config() StageConfig
+	// Train trains on the window in; out, for an RBM below the top,
+	// receives its middle result.
+	Train(in, out *Window) error
+	EndEpoch()
+	Waited(input, credit time.Duration, now State)
+	Windows() int
+	Stats() Stats
+	Snapshot() StageState
+	// Params returns the parameters in ParamShape, for reading only:
+	// RBM_i's W, A and B; a network's flat vector as W, with A and B nil.
+	// SetParams loads parameters of that shape (a replicas' average).
+	Params() (w, a, b []float32)
+	SetParams(w, a, b []float32)
+}
+
+// NewModel returns the model cfg describes, freshly initialised.
+func NewModel(cfg StageConfig) Model {
+	if cfg.Net != nil {
+		return NewNetStage(cfg)
+	}
+	return NewStage(cfg)
+}
+
+// RestoreModel returns the model cfg describes in the state st, which a
+// Snapshot of it took.
+func RestoreModel(cfg StageConfig, st StageState) (Model, error) {
+	if cfg.Net != nil {
+		return RestoreNetStage(cfg, st)
+	}
+	return RestoreStage(cfg, st)
 }
 
 // Settle is a stage's part in the settle phase of the pipelined schedule:
@@ -289,6 +340,16 @@ func (s *Stage) RBM() *rbm.RBM { return s.rbm }
 
 // Config returns the stage's configuration.
 func (s *Stage) Config() StageConfig { return s.cfg }
+
+// Params returns RBM_i's W, A and B.
+func (s *Stage) Params() (w, a, b []float32) { return s.rbm.W, s.rbm.A, s.rbm.B }
+
+// SetParams copies w, a and b into RBM_i's W, A and B.
+func (s *Stage) SetParams(w, a, b []float32) {
+	copy(s.rbm.W, w)
+	copy(s.rbm.A, a)
+	copy(s.rbm.B, b)
+}
 
 // Stats returns a copy of the stage's statistics.
 func (s *Stage) Stats() Stats {

@@ -188,11 +188,12 @@ func (a *averaging) weights(seats []*seat) *messages.Weights {
 // final after its last window, and waits for the average.
 func (s *Slave) sync(now time.Duration, final bool) {
 	a := s.assign
-	r := s.stage.RBM()
+	w, pa, pb := s.stage.Params()
+	visible, hidden := s.stage.Config().ParamShape()
 	s.syncing = &messages.Params{
 		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: a.RBM, Replica: a.Replica, Round: s.synced + 1, Final: final,
-		Windows: max(0, s.stage.Windows()-s.synced*a.SyncEvery), Visible: r.Visible, Hidden: r.Hidden,
-		W: slices.Clone(r.W), A: slices.Clone(r.A), B: slices.Clone(r.B),
+		Windows: max(0, s.stage.Windows()-s.synced*a.SyncEvery), Visible: visible, Hidden: hidden,
+		W: slices.Clone(w), A: slices.Clone(pa), B: slices.Clone(pb),
 	}
 	s.syncSent = now
 	s.send(MasterName, s.syncing)
@@ -209,14 +210,11 @@ func (s *Slave) averaged(now time.Duration, p *messages.Params) {
 		p.RBM != want.RBM || p.Replica != want.Replica || p.Round != want.Round {
 		return
 	}
-	r := s.stage.RBM()
-	if len(p.W) != len(r.W) || len(p.A) != len(r.A) || len(p.B) != len(r.B) {
-		s.fail(fmt.Errorf("the replicas' average %d: %d x %d parameters, want %d x %d", p.Round, p.Visible, p.Hidden, r.Visible, r.Hidden))
+	if visible, hidden := s.stage.Config().ParamShape(); p.Visible != visible || p.Hidden != hidden {
+		s.fail(fmt.Errorf("the replicas' average %d: %d x %d parameters, want %d x %d", p.Round, p.Visible, p.Hidden, visible, hidden))
 		return
 	}
-	copy(r.W, p.W)
-	copy(r.A, p.A)
-	copy(r.B, p.B)
+	s.stage.SetParams(p.W, p.A, p.B)
 	s.synced, s.syncing = p.Round, nil
 	if want.Final {
 		s.finish(now)

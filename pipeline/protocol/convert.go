@@ -1,8 +1,10 @@
 package protocol
 
 import (
+	"fmt"
 	"time"
 
+	"github.com/pipedbn/pipedbn/finetune"
 	"github.com/pipedbn/pipedbn/messages"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/rbm"
@@ -18,6 +20,10 @@ func StageConfig(a *messages.Assign) (pipeline.StageConfig, error) {
 	if err != nil {
 		return pipeline.StageConfig{}, err
 	}
+	net, err := netConfig(a)
+	if err != nil {
+		return pipeline.StageConfig{}, err
+	}
 	return pipeline.StageConfig{
 		Index: a.RBM, Visible: a.Visible, Hidden: a.Hidden, Units: units,
 		Epochs: a.Epochs, BatchSize: a.BatchSize, K: a.K, CDK: a.CDK, Middle: middle,
@@ -25,14 +31,32 @@ func StageConfig(a *messages.Assign) (pipeline.StageConfig, error) {
 		Momentum:     [2]float64{a.Momentum.Initial, a.Momentum.Final},
 		WeightDecay:  a.WeightDecay, Seed: a.Seed, LCopyOnce: a.LCopyOnce,
 		Settle:   pipeline.Settle{From: a.SettleFrom, Windows: a.SettleWindows, Start: a.SettleStart, Train: a.SettleTrain, LearningRate: a.SettleLearningRate},
-		Replicas: a.Replicas,
+		Replicas: a.Replicas, Net: net,
+	}, nil
+}
+
+// netConfig is the network an assignment describes; nil for an RBM.
+func netConfig(a *messages.Assign) (*pipeline.NetConfig, error) {
+	if len(a.Net) == 0 {
+		return nil, nil
+	}
+	if a.Hidden > 256 {
+		return nil, fmt.Errorf("a network of %d classes: labels are bytes, want at most 256", a.Hidden)
+	}
+	lr := finetune.LRConstant
+	if a.LinearRate {
+		lr = finetune.LRLinear
+	}
+	return &pipeline.NetConfig{
+		Sizes: a.Net, Dropout: a.Dropout, InputDropout: a.InputDropout, MaxNorm: a.MaxNorm, LabelSmoothing: a.LabelSmoothing,
+		LR: lr, WarmupWindows: a.WarmupWindows, Replica: a.Replica,
 	}, nil
 }
 
 // assignment is the Assign that gives stage c, one of rbms, to a slave
 // between up and down (the replicas below and above it, in order).
 func assignment(run Run, c pipeline.StageConfig, rbms, rows, credits, checkpointEvery int, up, down []string) *messages.Assign {
-	return &messages.Assign{
+	a := &messages.Assign{
 		RunID: run.ID, Incarnation: run.Incarnation, RBM: c.Index, RBMs: rbms, Visible: c.Visible, Hidden: c.Hidden,
 		Units: c.Units.String(), Epochs: c.Epochs, BatchSize: c.BatchSize, K: c.K, CDK: c.CDK,
 		Middle:       c.Middle.String(),
@@ -44,6 +68,11 @@ func assignment(run Run, c pipeline.StageConfig, rbms, rows, credits, checkpoint
 		SettleFrom: c.Settle.From, SettleWindows: c.Settle.Windows, SettleStart: c.Settle.Start, SettleTrain: c.Settle.Train, SettleLearningRate: c.Settle.LearningRate,
 		LCopyOnce: c.LCopyOnce,
 	}
+	if n := c.Net; n != nil {
+		a.Net, a.Dropout, a.InputDropout, a.MaxNorm, a.LabelSmoothing = n.Sizes, n.Dropout, n.InputDropout, n.MaxNorm, n.LabelSmoothing
+		a.LinearRate, a.WarmupWindows = n.LR == finetune.LRLinear, n.WarmupWindows
+	}
+	return a
 }
 
 // ShapeOf returns the shape of stage c of a run over rows rows: what
@@ -78,8 +107,9 @@ func ReassemblyLimits(cfg MasterConfig, kinds []messages.Kind, shared bool) mess
 
 // CheckpointOf turns a stage's snapshot into the message that carries it.
 func CheckpointOf(run Run, cfg pipeline.StageConfig, s pipeline.StageState) *messages.Checkpoint {
+	visible, hidden := cfg.ParamShape()
 	return &messages.Checkpoint{
-		RunID: run.ID, Incarnation: run.Incarnation, RBM: cfg.Index, Visible: cfg.Visible, Hidden: cfg.Hidden,
+		RunID: run.ID, Incarnation: run.Incarnation, RBM: cfg.Index, Visible: visible, Hidden: hidden,
 		Windows: s.Windows, Epoch: s.Epoch, EpochSSE: s.EpochSSE, EpochElems: s.EpochElems, EpochEnded: s.EpochEnded,
 		Batches: s.Stats.Batches, Rows: s.Stats.Rows, ReconErrors: s.Stats.Recon, ReconError: s.Stats.LastRecon,
 		BusySeconds: s.Stats.Busy.Seconds(), WaitInputSeconds: s.Stats.WaitInput.Seconds(),

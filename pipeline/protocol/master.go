@@ -88,6 +88,9 @@ type Observer struct {
 type Trained struct {
 	Slave string
 	RBM   *rbm.RBM
+	// Params, for the network of data-parallel fine-tuning (RBM nil), is
+	// its flat parameter vector (finetune.Network.Params's layout).
+	Params []float32
 	Stats pipeline.Stats
 	// BytesIn and BytesOut are the bytes of windows the slave received and
 	// sent.
@@ -332,25 +335,25 @@ func (m *Master) Receive(now time.Duration, e Envelope) {
 	}
 	s.seen = now
 	i := s.at.RBM
-	st := m.cfg.Stages[i-1]
+	visible, hidden := m.cfg.Stages[i-1].ParamShape()
 	switch msg := e.Msg.(type) {
 	case *messages.Status:
 		m.status(s, msg)
 	case *messages.Checkpoint:
-		if err := msg.Check(m.cfg.Run.ID, i, s.at.Replica, st.Visible, st.Hidden); err != nil {
+		if err := msg.Check(m.cfg.Run.ID, i, s.at.Replica, visible, hidden); err != nil {
 			m.log.Warn("bad checkpoint", "slave", e.From, "rbm", i, "error", err)
 			return
 		}
 		s.floor = max(s.floor, msg.Windows)
 		m.store(StoreOp{Kind: Put, Name: CheckpointName(s.at, msg.Windows), Seat: s.at, Windows: msg.Windows, Msg: msg})
 	case *messages.Params:
-		if err := msg.Check(m.cfg.Run.ID, i, st.Visible, st.Hidden); err != nil || m.averages[i] == nil {
+		if err := msg.Check(m.cfg.Run.ID, i, visible, hidden); err != nil || m.averages[i] == nil {
 			m.log.Warn("bad parameters to average", "slave", e.From, "rbm", i, "error", err)
 			return
 		}
 		m.average(s, msg)
 	case *messages.Weights:
-		if err := msg.Check(m.cfg.Run.ID, i, st.Visible, st.Hidden); err != nil {
+		if err := msg.Check(m.cfg.Run.ID, i, visible, hidden); err != nil {
 			m.Abort(now, fmt.Errorf("rbm %d: slave %s sent bad weights: %w", i, e.From, err))
 			return
 		}
@@ -582,10 +585,16 @@ func (m *Master) assignment(s *seat) *messages.Assign {
 // when resume is set (nil: from the beginning).
 func (m *Master) assign(s *seat, resume bool, from *messages.Checkpoint) {
 	a := m.assignment(s)
+	st := m.cfg.Stages[s.at.RBM-1]
+	resume = resume || st.Net != nil // a network starts from the weights it is handed
 	a.Resume = resume
 	m.send(s.slave, a)
 	s.from = nil
 	if resume {
+		if from == nil && st.Net != nil {
+			from = CheckpointOf(m.cfg.Run, st, pipeline.NewNetStage(st).Snapshot())
+			from.Replica = s.at.Replica
+		}
 		if from == nil {
 			from = &messages.Checkpoint{RunID: m.cfg.Run.ID, Incarnation: m.cfg.Run.Incarnation, RBM: s.at.RBM, Replica: s.at.Replica}
 		}
@@ -663,9 +672,12 @@ func (m *Master) Trained() []Trained {
 			}
 		}
 		cfg := m.cfg.Stages[i-1]
-		rb := &rbm.RBM{Visible: w.Visible, Hidden: w.Hidden, Units: cfg.Units, W: w.W, A: w.A, B: w.B}
+		t := Trained{Params: w.W}
+		if cfg.Net == nil {
+			t = Trained{RBM: &rbm.RBM{Visible: w.Visible, Hidden: w.Hidden, Units: cfg.Units, W: w.W, A: w.A, B: w.B}}
+		}
 		out = append(out, Trained{
-			Slave: slave, RBM: rb, BytesIn: int64(w.BytesIn), BytesOut: int64(w.BytesOut), Rejected: rejected,
+			Slave: slave, RBM: t.RBM, Params: t.Params, BytesIn: int64(w.BytesIn), BytesOut: int64(w.BytesOut), Rejected: rejected,
 			Stats: pipeline.Stats{
 				Index: i, Epoch: cfg.Epochs - 1, Batches: w.Batches, Recon: w.ReconErrors,
 				Busy: Seconds(w.BusySeconds), WaitInput: Seconds(w.WaitSeconds), State: pipeline.Done, Worker: slave,

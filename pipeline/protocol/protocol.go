@@ -189,7 +189,7 @@ var ErrInterrupted = errors.New("interrupted")
 // machine: it may take long, and the slave goes on answering messages and
 // reporting meanwhile. The driver calls Run, then Slave.Trained.
 type Job struct {
-	Stage *pipeline.Stage
+	Stage pipeline.Model
 	// In is the window to train on; Out, nil for the top RBM, receives its
 	// middle result.
 	In, Out *pipeline.Window

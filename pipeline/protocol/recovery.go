@@ -171,8 +171,8 @@ func (m *Master) Loaded(now time.Duration, op StoreOp, cp *messages.Checkpoint, 
 		return
 	}
 	if err == nil {
-		st := m.cfg.Stages[at.RBM-1]
-		err = cp.Check(m.cfg.Run.ID, at.RBM, at.Replica, st.Visible, st.Hidden)
+		visible, hidden := m.cfg.Stages[at.RBM-1].ParamShape()
+		err = cp.Check(m.cfg.Run.ID, at.RBM, at.Replica, visible, hidden)
 	}
 	if err == nil && cp.Windows != op.Windows {
 		err = fmt.Errorf("it holds window %d", cp.Windows)

@@ -69,7 +69,7 @@ type Slave struct {
 
 	run    Run
 	assign *messages.Assign
-	stage  *pipeline.Stage
+	stage  pipeline.Model
 	stats  pipeline.Stats // the stage's, as of the end of its last job
 	in     *Gatherer
 	down   *Dealer
@@ -404,7 +404,7 @@ func (s *Slave) assigned(now time.Duration, a *messages.Assign) {
 			return
 		}
 	}
-	s.stage = pipeline.NewStage(cfg)
+	s.stage = pipeline.NewModel(cfg)
 	s.stats = s.stage.Stats()
 	if a.Resume {
 		s.phase, s.deadline, s.lastSent = resuming, now+s.cfg.Timing.JoinTimeout, now
@@ -422,12 +422,15 @@ func (s *Slave) resume(now time.Duration, c *messages.Checkpoint) {
 	if ok, _ := s.run.matches(c.RunID, c.Incarnation); !ok {
 		return
 	}
-	if err := c.Check(a.RunID, a.RBM, a.Replica, a.Visible, a.Hidden); err != nil {
+	visible, hidden := s.stage.Config().ParamShape()
+	if err := c.Check(a.RunID, a.RBM, a.Replica, visible, hidden); err != nil {
 		s.fail(fmt.Errorf("checkpoint to resume from: %w", err))
 		return
 	}
-	if c.Windows > 0 {
-		st, err := pipeline.RestoreStage(s.stage.Config(), StageStateOf(c))
+	// A checkpoint at window 0 with parameters is where a network starts:
+	// the master hands it its initial weights so.
+	if c.Windows > 0 || len(c.W) > 0 {
+		st, err := pipeline.RestoreModel(s.stage.Config(), StageStateOf(c))
 		if err != nil {
 			s.fail(err)
 			return
@@ -574,12 +577,13 @@ func (s *Slave) finish(now time.Duration) {
 	if ls := s.in.Stats(); ls.Rejected.Total() > 0 {
 		s.log.Warn("input link anomalies", "rejected", ls.Rejected.String(), "resends", ls.Resends)
 	}
-	r := s.stage.RBM()
+	w, a, b := s.stage.Params()
+	visible, hidden := s.stage.Config().ParamShape()
 	st := s.stats
 	in, out := s.bytes()
 	s.weights = &messages.Weights{
-		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Replica: s.assign.Replica, Visible: r.Visible, Hidden: r.Hidden,
-		W: r.W, A: r.A, B: r.B, ReconErrors: st.Recon, Batches: st.Batches, BusySeconds: st.Busy.Seconds(),
+		RunID: s.run.ID, Incarnation: s.run.Incarnation, RBM: s.assign.RBM, Replica: s.assign.Replica, Visible: visible, Hidden: hidden,
+		W: w, A: a, B: b, ReconErrors: st.Recon, Batches: st.Batches, BusySeconds: st.Busy.Seconds(),
 		WaitSeconds: (st.WaitInput + st.WaitCredit).Seconds(), BytesIn: in, BytesOut: out,
 	}
 	s.phase, s.deadline = finished, now+s.cfg.Timing.FinishTimeout

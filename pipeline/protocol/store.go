@@ -139,7 +139,8 @@ func ReadStored(ctx context.Context, store Store, runID string, stages []pipelin
 		if err != nil || !ok {
 			return nil, fmt.Errorf("%s in %s: not weights: %v", WeightsName(i), store.Where(), err)
 		}
-		if err := w.Check(runID, i, stages[i-1].Visible, stages[i-1].Hidden); err != nil {
+		visible, hidden := stages[i-1].ParamShape()
+		if err := w.Check(runID, i, visible, hidden); err != nil {
 			return nil, fmt.Errorf("%s in %s: %w", WeightsName(i), store.Where(), err)
 		}
 		s.Weights[i] = w
