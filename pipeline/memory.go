@@ -113,6 +113,9 @@ func vals(n int64) int64 { return sat.Mul(n, 4) }
 
 // params is the float32 values of RBM_i's W_i, A and B_i.
 func (c StageConfig) params() int64 {
+	if c.Net != nil {
+		return int64(c.Net.NumParams())
+	}
 	return sat.Add(sat.Mul(int64(c.Visible), int64(c.Hidden)), int64(c.Visible)+int64(c.Hidden))
 }
 
@@ -141,6 +144,17 @@ func (c StageConfig) runWindows(n int) int64 {
 func (c StageConfig) TrainerMemory() Memory {
 	var m Memory
 	i := c.Index
+	if c.Net != nil {
+		// A layer's activations, deltas and dropout draws per row, and the
+		// flat vector Params copies out.
+		var widths int64
+		for _, w := range c.Net.Sizes {
+			widths = sat.Add(widths, int64(w))
+		}
+		m.Add("the network (weights and biases, their momentum, a flat copy)", vals(sat.Mul(3, c.params())))
+		m.Add("the network's buffers of a mini-batch", vals(sat.Mul(3*int64(max(c.BatchSize, 0)), widths)))
+		return m
+	}
 	kept, scratch := rbm.TrainerValues(c.Visible, c.Hidden, c.BatchSize)
 	m.Add(fmt.Sprintf("RBM_%d (W_%d and biases, with their momentum and last good copy)", i, i), vals(sat.Add(c.params(), kept)))
 	m.Add(fmt.Sprintf("RBM_%d's CD-k buffers of a mini-batch", i), vals(scratch))

@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/pipedbn/pipedbn/data"
+	"github.com/pipedbn/pipedbn/finetune"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
@@ -80,6 +82,40 @@ func tinyReplicas() (protocol.MasterConfig, []string) {
 	return cfg, slaves
 }
 
+// tinyFinetune is a run of data-parallel fine-tuning small enough to
+// simulate hundreds of times a second: a 12-8-3 network on three replicas,
+// averaging every two windows, 3 epochs of 48 labelled rows in windows of
+// two mini-batches of 4, and dropout, so that a replica that trains a
+// window again must draw the same masks.
+func tinyFinetune() (protocol.MasterConfig, []string) {
+	cfg, _ := tiny(2)
+	const classes = 3
+	labels := make([]uint8, cfg.N)
+	for r := range labels {
+		x := cfg.Data[r*12 : r*12+classes] // a learnable rule: the largest of the first three inputs
+		labels[r] = uint8(slices.Index(x, slices.Max(x)))
+	}
+	sizes := []int{12, 8, classes}
+	init := finetune.Random(sizes[:2], classes, 5).Params(nil)
+	cfg.Stages = []pipeline.StageConfig{{
+		Index: 1, Visible: 12, Hidden: classes, Units: rbm.Bernoulli, Epochs: 3, BatchSize: 4, K: 2, CDK: 1,
+		Middle: rbm.Probabilities, LearningRate: [2]float64{0.2, 0.05}, Momentum: [2]float64{0.9, 0.9}, Seed: 11, Replicas: 3,
+		Net: &pipeline.NetConfig{Sizes: sizes, Init: init, Dropout: 0.2, LR: finetune.LRLinear, WarmupWindows: 2},
+	}}
+	cfg.Labels, cfg.Run.ID = labels, "faults-ft"
+	cfg.Replicas, cfg.SyncEvery = []int{3}, 2
+	return cfg, []string{"worker-0", "worker-1", "worker-2"}
+}
+
+// sameParams reports whether two runs trained the same weights, bit for
+// bit: RBM_i's W, A and B, or a network's flat vector.
+func sameParams(a, b protocol.Trained) bool {
+	if a.RBM == nil || b.RBM == nil {
+		return a.RBM == b.RBM && len(a.Params) > 0 && slices.Equal(a.Params, b.Params)
+	}
+	return slices.Equal(a.RBM.W, b.RBM.W) && slices.Equal(a.RBM.A, b.RBM.A) && slices.Equal(a.RBM.B, b.RBM.B)
+}
+
 // simTiming is the protocol's timing, scaled down so that a simulated run
 // with faults lasts seconds of simulated time.
 func simTiming() protocol.Timing {
@@ -144,6 +180,45 @@ func TestFaultSchedulesWithReplicas(t *testing.T) {
 	runSchedules(t, "TestFaultSchedulesWithReplicas", cfg, slaves, envInt(t, "PIPEDBN_FAULT_SEED", 1), replicaSeeds, runs, false)
 }
 
+// TestFaultSchedulesWithFinetune runs random fault schedules (half as
+// many, from other seeds) on tinyFinetune: every run ends with the network
+// of the fault-free run, bit for bit, its replicas together having trained
+// every mini-batch exactly once.
+func TestFaultSchedulesWithFinetune(t *testing.T) {
+	cfg, slaves := tinyFinetune()
+	runs := max(1, envInt(t, "PIPEDBN_FAULT_RUNS", 200)/2)
+	runSchedules(t, "TestFaultSchedulesWithFinetune", cfg, slaves, envInt(t, "PIPEDBN_FAULT_SEED", 1), finetuneSeeds, runs, false)
+}
+
+// TestMasterRestartWithFinetune is TestMasterRestart on tinyFinetune.
+func TestMasterRestartWithFinetune(t *testing.T) {
+	cfg, slaves := tinyFinetune()
+	masterRestarts(t, cfg, slaves)
+}
+
+// A network trained over the protocol learns: its loss falls epoch by
+// epoch, and it classifies the training rows better than chance.
+func TestFinetuneLearns(t *testing.T) {
+	cfg, slaves := tinyFinetune()
+	got, _, transcript, err := simulate(cfg, slaves, nil)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, strings.Join(transcript, "\n"))
+	}
+	loss := got[0].Stats.Recon
+	if len(loss) != 3 || !(loss[2] < loss[0]) {
+		t.Errorf("loss by epoch %v; want 3 epochs, falling", loss)
+	}
+	sizes := cfg.Stages[0].Net.Sizes
+	net := finetune.Random(sizes[:2], sizes[2], 1)
+	net.SetParams(got[0].Params)
+	before := finetune.Random(sizes[:2], sizes[2], 1)
+	before.SetParams(cfg.Stages[0].Net.Init)
+	set := &data.Set{X: cfg.Data, Labels: cfg.Labels, N: cfg.N, Dim: 12, Classes: 3}
+	if a, b := net.Evaluate(set).Accuracy, before.Evaluate(set).Accuracy; !(a > b) {
+		t.Errorf("training accuracy %.3f after fine-tuning, %.3f before; want it higher", a, b)
+	}
+}
+
 // TestReplicaStallSchedules replays the replica schedules that once never
 // ended: a replacement of RBM_2 restarted behind replicas of RBM_3 whose
 // input had ended while they waited for their final average, and got no
@@ -173,8 +248,9 @@ func TestFaultSchedulesWithSpare(t *testing.T) {
 // spareSeeds and replicaSeeds set the seeds of the schedules with a spare
 // and of those with replicas apart from the others.
 const (
-	spareSeeds   = 100_000
-	replicaSeeds = 200_000
+	spareSeeds    = 100_000
+	replicaSeeds  = 200_000
+	finetuneSeeds = 300_000
 )
 
 // runSchedules runs cfg on slaves (and a spare slave) through runs random
@@ -207,11 +283,10 @@ func runSchedules(t *testing.T, test string, cfg protocol.MasterConfig, slaves [
 			continue
 		}
 		for j, tr := range got {
-			w := want[j].RBM
 			if batches := cfg.Stages[j].Batches(cfg.N); tr.Stats.Batches != batches {
 				fail("rbm %d trained %d mini-batches, want %d", j+1, tr.Stats.Batches, batches)
 			}
-			if !slices.Equal(tr.RBM.W, w.W) || !slices.Equal(tr.RBM.A, w.A) || !slices.Equal(tr.RBM.B, w.B) {
+			if !sameParams(tr, want[j]) {
 				fail("rbm %d: weights differ from the fault-free run", j+1)
 			}
 			if tr.Slave == "spare" {
@@ -290,7 +365,7 @@ func masterRestarts(t *testing.T, cfg protocol.MasterConfig, slaves []string) {
 			t.Fatalf("%s: %v\n%s", s, err, log)
 		}
 		for j, tr := range got {
-			if w := want[j].RBM; !slices.Equal(tr.RBM.W, w.W) || !slices.Equal(tr.RBM.A, w.A) || !slices.Equal(tr.RBM.B, w.B) {
+			if !sameParams(tr, want[j]) {
 				t.Errorf("%s: rbm %d: weights differ from the fault-free run", s, j+1)
 			}
 		}

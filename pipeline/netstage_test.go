@@ -1,0 +1,105 @@
+package pipeline
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pipedbn/pipedbn/finetune"
+)
+
+// netStageConfig is a 6-5-3 network stage over labelled windows of two
+// mini-batches of 4, with dropout and momentum.
+func netStageConfig() StageConfig {
+	sizes := []int{6, 5, 3}
+	return StageConfig{
+		Index: 1, Visible: 6, Hidden: 3, Epochs: 2, BatchSize: 4, K: 2, LearningRate: [2]float64{0.3, 0.1},
+		Momentum: [2]float64{0.9, 0.9}, WeightDecay: 1e-4, Seed: 3,
+		Net: &NetConfig{Sizes: sizes, Init: finetune.Random(sizes[:2], 3, 9).Params(nil), Dropout: 0.25},
+	}
+}
+
+func labelledWindows(t *testing.T, cfg StageConfig, n int) []*Window {
+	t.Helper()
+	x := examples(2, n, cfg.Visible)
+	y := make([]uint8, n)
+	for r := range y {
+		y[r] = uint8(r % cfg.Hidden)
+	}
+	src := NewSource(x, n, cfg.Visible, cfg.BatchSize, cfg.K, 4).WithLabels(y)
+	var ws []*Window
+	for w, ok := src.Next(cfg.Epochs); ok; w, ok = src.Next(cfg.Epochs) {
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// A network stage restored from a snapshot trains on exactly as the one
+// it was taken of, dropout masks included, and its parameters travel as
+// one flat vector.
+func TestNetStageSnapshotRestore(t *testing.T) {
+	t.Parallel()
+	cfg := netStageConfig()
+	ws := labelledWindows(t, cfg, 22) // 6 mini-batches, 3 windows an epoch, the last short
+	if v, h := cfg.ParamShape(); v != (6+1)*5+(5+1)*3 || h != 0 {
+		t.Fatalf("ParamShape() = %d, %d; want %d, 0", v, h, (6+1)*5+(5+1)*3)
+	}
+	a := NewNetStage(cfg)
+	for _, w := range ws[:4] {
+		if err := a.Train(w, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := RestoreNetStage(cfg, a.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws[4:] {
+		if err := a.Train(w, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Train(w, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.EndEpoch()
+	b.EndEpoch()
+	pa, _, _ := a.Params()
+	pb, _, _ := b.Params()
+	if !slices.Equal(pa, pb) {
+		t.Error("the restored stage's parameters differ after the same windows")
+	}
+	if ra, rb := a.Stats().Recon, b.Stats().Recon; len(ra) != 2 || !slices.Equal(ra, rb) {
+		t.Errorf("losses by epoch %v and %v; want the same two", ra, rb)
+	}
+	if slices.Equal(pa, cfg.Net.Init) {
+		t.Error("training left the initial parameters unchanged")
+	}
+}
+
+// Train refuses what a network cannot train on, naming it.
+func TestNetStageRejects(t *testing.T) {
+	t.Parallel()
+	cfg := netStageConfig()
+	w := labelledWindows(t, cfg, 8)[0]
+	for name, tc := range map[string]struct {
+		in   func() *Window
+		out  *Window
+		want string
+	}{
+		"no labels":     {func() *Window { c := *w; c.Labels = nil; return &c }, nil, "0 labels for 8 rows"},
+		"short data":    {func() *Window { c := *w; c.X = c.X[1:]; return &c }, nil, "holds 47 values"},
+		"late epoch":    {func() *Window { c := *w; c.Epoch = 2; return &c }, nil, "epoch 2"},
+		"middle result": {func() *Window { return w }, &Window{}, "no middle result"},
+	} {
+		err := NewNetStage(cfg).Train(tc.in(), tc.out)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Train() = %v; want an error saying %q", name, err, tc.want)
+		}
+	}
+	st := NewNetStage(cfg).Snapshot()
+	st.W = st.W[1:]
+	if _, err := RestoreNetStage(cfg, st); err == nil {
+		t.Error("RestoreNetStage of a short parameter vector: no error")
+	}
+}
