@@ -91,7 +91,7 @@ type Trained struct {
 	// Params, for the network of data-parallel fine-tuning (RBM nil), is
 	// its flat parameter vector (finetune.Network.Params's layout).
 	Params []float32
-	Stats pipeline.Stats
+	Stats  pipeline.Stats
 	// BytesIn and BytesOut are the bytes of windows the slave received and
 	// sent.
 	BytesIn, BytesOut int64
