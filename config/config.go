@@ -330,6 +330,20 @@ type Finetune struct {
 	// label gets 1-label_smoothing, every class label_smoothing/classes
 	// more. 0 (the default) trains against the one-hot label.
 	LabelSmoothing float64 `mapstructure:"label_smoothing" read:"finetune"`
+	// Workers is W: 1 fine-tunes in the master; more fine-tune data-parallel
+	// on W workers (local slave processes, or slaves that serve the next
+	// run), each on its own windows of SyncEvery mini-batches, averaging
+	// their parameters through the master after every window. Default 1.
+	Workers int `mapstructure:"workers" read:"finetune"`
+	// SyncEvery is S, the mini-batches a worker trains between two
+	// averages. Default 8.
+	SyncEvery int `mapstructure:"sync_every" read:"finetune"`
+	// LRRule scales the learning rate with the workers: linear (W times
+	// it, reached over the first WarmupEpochs epochs) or constant.
+	// Default linear.
+	LRRule string `mapstructure:"lr_rule" read:"finetune"`
+	// WarmupEpochs is the linear rule's warm-up. Default 1.
+	WarmupEpochs int `mapstructure:"warmup_epochs" read:"finetune"`
 }
 
 // Output says where results go.
@@ -439,6 +453,10 @@ func Defaults() map[string]any {
 		"finetune.average_last":          ft.AverageLast,
 		"finetune.max_norm":              ft.MaxNorm,
 		"finetune.label_smoothing":       ft.LabelSmoothing,
+		"finetune.workers":               1,
+		"finetune.sync_every":            8,
+		"finetune.lr_rule":               "linear",
+		"finetune.warmup_epochs":         1,
 		"output.dir":                     "",
 		"reliability.checkpoint_every":   5,
 		"reliability.lost_after":         protocol.DefaultLostAfter,

@@ -252,3 +252,22 @@ func TestWrongTypeOneProblem(t *testing.T) {
 		})
 	}
 }
+
+// Data-parallel fine-tuning names each key it cannot work with: its own
+// out of range, and the rest of the config that rules the workers out.
+func TestFinetuneWorkersProblems(t *testing.T) {
+	checkProblems(t, loadProblems(t, "finetune: {workers: 0, sync_every: 0, lr_rule: square, warmup_epochs: -1}\n"),
+		"finetune.workers = 0: must be >= 1",
+		"finetune.sync_every = 0: must be >= 1",
+		`finetune.lr_rule = "square": must be one of linear, constant`,
+		"finetune.warmup_epochs = -1: must be >= 0")
+	checkProblems(t, loadProblems(t, "finetune: {workers: 4, epochs: 2, warmup_epochs: 3, patience: 2}\n"),
+		"finetune.warmup_epochs = 3: must be a number of epochs in [0, finetune.epochs = 2]",
+		"finetune.patience = 2: must be 0 with finetune.workers = 4: the workers' network is the last average, with no per-epoch selection")
+	checkProblems(t, loadProblems(t, "finetune: {workers: 2}\ncluster: {transport: memory}\n"),
+		"cluster.transport = memory: must be nats with finetune.workers = 2: the workers are slaves")
+	got := loadProblems(t, "finetune: {workers: 2}\ncluster: {slaves: 3}\n")
+	if len(got) != 1 || !strings.HasPrefix(got[0], `cluster.nats_url = "" (default): must name a server of your own`) {
+		t.Errorf("slaves by hand on the embedded server: problems %q; want one naming cluster.nats_url", got)
+	}
+}

@@ -192,6 +192,18 @@ var keyDocs = map[string]keyDoc{
 		text: "Bounds the L2 norm of every unit's incoming weights: after each update a longer weight vector is scaled back onto the bound (max-norm, used with dropout)."},
 	"finetune.label_smoothing": {allowed: "[0, 1)",
 		text: "Trains against a softened target: the label gets 1 - `label_smoothing`, and every class `label_smoothing` / classes more; 0 trains against the one-hot label."},
+	"finetune.workers": {allowed: ">= 1; more than 1 needs `cluster.transport: nats`, `finetune.patience: 0` and `finetune.average_last: 0`",
+		text: "W: 1 fine-tunes in the master; more fine-tune data-parallel on W workers (local slave processes, each capped like a machine with " +
+			"`cluster.cpus_per_worker`; with `cluster.slaves` > 0, slaves that serve the next run), each on its own windows of `sync_every` " +
+			"mini-batches, averaging their parameters through the master after every window. The network kept is the last average."},
+	"finetune.sync_every": {allowed: ">= 1",
+		text: "S: the mini-batches a worker trains between two averages of the workers' parameters (local SGD); 1 is synchronous SGD at " +
+			"`workers` x `batch_size`. Larger S sends fewer parameters and loses more accuracy."},
+	"finetune.lr_rule": {allowed: "`linear` or `constant`",
+		text: "How the learning rate scales with the workers: `linear` trains at `workers` times `learning_rate`, reached linearly over " +
+			"`warmup_epochs`; `constant` keeps it."},
+	"finetune.warmup_epochs": {allowed: "[0, `finetune.epochs`]",
+		text: "The linear rule's warm-up, in epochs: the rate rises from `learning_rate` to `workers` times it over them."},
 
 	"output.dir": {allowed: "a folder; \"\": `runs/<name>`",
 		text: "The folder a run writes result.json, weights.npz and its logs to; `--out DIR` overrides it."},

@@ -334,6 +334,35 @@ func (v *validation) finetune() {
 	} else if f.AverageLast > 0 && f.Patience > 0 {
 		v.bad("finetune.average_last", f.AverageLast, "must be 0 when finetune.patience is set: averaging replaces best-epoch selection and early stopping")
 	}
+	v.finetuneWorkers()
+}
+
+// finetuneWorkers checks the keys of data-parallel fine-tuning, and what
+// it needs of the rest: workers over NATS, with local slaves or a server
+// the slaves of the next run can reach, and no per-epoch selection.
+func (v *validation) finetuneWorkers() {
+	f := v.c.Finetune
+	v.atLeast("finetune.workers", f.Workers, 1)
+	v.atLeast("finetune.sync_every", f.SyncEvery, 1)
+	v.oneOf("finetune.lr_rule", f.LRRule, "linear", "constant")
+	v.atLeast("finetune.warmup_epochs", f.WarmupEpochs, 0)
+	if f.Workers <= 1 {
+		return
+	}
+	if f.WarmupEpochs > max(f.Epochs, 0) {
+		v.bad("finetune.warmup_epochs", f.WarmupEpochs, "must be a number of epochs in [0, finetune.epochs = %d]", f.Epochs)
+	}
+	const why = "must be %s with finetune.workers = %d: the workers' network is the last average, with no per-epoch selection"
+	switch c := v.c.Cluster; {
+	case f.Patience > 0:
+		v.bad("finetune.patience", f.Patience, why, "0", f.Workers)
+	case f.AverageLast > 0:
+		v.bad("finetune.average_last", f.AverageLast, why, "0", f.Workers)
+	case c.Transport != NATS:
+		v.bad("cluster.transport", c.Transport, "must be nats with finetune.workers = %d: the workers are slaves", f.Workers)
+	case c.Slaves > 0 && c.NatsURL == "":
+		v.bad("cluster.nats_url", c.NatsURL, "must name a server of your own with cluster.slaves = %d and finetune.workers = %d: the embedded server's identities change for the fine-tuning run, so slaves started by hand (slave --serve) could not join it", c.Slaves, f.Workers)
+	}
 }
 
 // sweep checks sweep.*: the repeats, and that each varied key is a config

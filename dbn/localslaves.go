@@ -1,6 +1,7 @@
 package dbn
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -284,14 +285,16 @@ func (ls *localSlaves) capCPUs(cmd *exec.Cmd, name, first string, cpus float64) 
 	}
 }
 
-// logPath is the log of process p: slave-<i>.log, i its group's first RBM,
+// logPath is the log of process p: slave-<i>.log (the layout's logStem
+// for slave), i its group's first RBM,
 // or slave-<i>-r<k>.log for its replica k.
 func (ls *localSlaves) logPath(p int) string {
 	pr := ls.layout.procs[p]
+	stem := cmp.Or(ls.layout.logStem, "slave")
 	if pr.replicas > 1 {
-		return filepath.Join(ls.out, fmt.Sprintf("slave-%d-r%d.log", pr.first, pr.replica))
+		return filepath.Join(ls.out, fmt.Sprintf("%s-%d-r%d.log", stem, pr.first, pr.replica))
 	}
-	return filepath.Join(ls.out, fmt.Sprintf("slave-%d.log", pr.first))
+	return filepath.Join(ls.out, fmt.Sprintf("%s-%d.log", stem, pr.first))
 }
 
 // comeBackGrace is how long a lost slave whose process still runs has to

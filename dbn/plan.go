@@ -41,6 +41,8 @@ type layout struct {
 	// stepRows is what a step of each RBM costs beyond its samples, as
 	// measured for the plan (plan.Job.StepRows); nil: not measured.
 	stepRows []float64
+	// logStem starts the processes' log names: "slave" if empty.
+	logStem string
 }
 
 // proc is a local slave process: RBMs first to last (1-based), replica

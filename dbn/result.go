@@ -226,6 +226,9 @@ type FinetuneResult struct {
 	Classes []string `json:"classes,omitempty"`
 	// Plan is how fine-tuning ran; absent in results of versions before it.
 	Plan *FinetunePlan `json:"plan,omitempty"`
+	// Recoveries lists the workers of data-parallel fine-tuning lost and
+	// replaced, with the mini-batches redone.
+	Recoveries []protocol.Recovery `json:"recoveries,omitempty"`
 }
 
 // FinetunePlan is how fine-tuning was laid out: on how many workers, with
@@ -234,9 +237,8 @@ type FinetunePlan struct {
 	// Workers is W, the workers that fine-tuned: 1, the master.
 	Workers int `json:"workers"`
 	// SyncEvery is S, the mini-batches each worker trains between two
-	// averages of the workers' networks (0: at the end of each epoch), as
-	// finetune.Parallel has it; absent with one worker, which averages
-	// nothing.
+	// averages of the workers' networks; absent with one worker, which
+	// averages nothing.
 	SyncEvery *int `json:"sync_every,omitempty"`
 	// BatchPerWorker is the examples of each worker's mini-batch.
 	BatchPerWorker int `json:"batch_per_worker"`

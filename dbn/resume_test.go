@@ -1,6 +1,10 @@
 package dbn
 
 import (
+	"archive/zip"
+	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/sbinet/npyio/npz"
+	"github.com/sbinet/npyio/npy"
 
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/pipeline"
@@ -85,18 +89,34 @@ func TestSaverWritesLatestCheckpoints(t *testing.T) {
 
 // readNPZ reads every array of an .npz file, flattened.
 func readNPZ(path string) (map[string][]float32, error) {
-	r, err := npz.Open(path)
+	z, err := zip.OpenReader(path)
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
+	defer z.Close()
 	out := map[string][]float32{}
-	for _, k := range r.Keys() {
-		var v []float32
-		if err := r.Read(k, &v); err != nil {
+	for _, f := range z.File {
+		// npy's Reader reads its values 4 bytes to a Read call, and takes
+		// a short read (at the end of a block the zip reader inflated) for
+		// a full one: it reads from memory.
+		rc, err := f.Open()
+		if err != nil {
 			return nil, err
 		}
-		out[strings.TrimSuffix(k, ".npy")] = v
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			return nil, err
+		}
+		r, err := npy.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Name, err)
+		}
+		var v []float32
+		if err := r.Read(&v); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Name, err)
+		}
+		out[strings.TrimSuffix(f.Name, ".npy")] = v
 	}
 	return out, nil
 }

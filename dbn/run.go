@@ -196,7 +196,7 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 	}
 	if cfg.Finetune.Epochs > 0 {
 		opt.Monitor.FineTuning(cfg.Finetune.Epochs)
-		ft, net, err := finetuneNet(ctx, cfg, log, opt.Monitor, d.train, d.test, trained.rbms)
+		ft, net, err := finetuneNet(ctx, cfg, opt, out, d.train, d.test, trained.rbms)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,106 @@
+package dbn
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// workersBody is a small Fashion-MNIST job whose fine-tuning runs
+// data-parallel on two local worker processes, averaging every two
+// mini-batches, with checkpoints every two windows.
+const workersBody = `
+name: workers
+data: {train_limit: 1200, test_limit: 300}
+dbn: {layers: [784, 48, 32]}
+pretrain: {mode: greedy, epochs: 1, batch_size: 20}
+finetune: {epochs: 4, batch_size: 20, workers: 2, sync_every: 2, dropout: 0.1}
+reliability: {checkpoint_every: 2, lost_after: 1s}
+`
+
+// Data-parallel fine-tuning on local worker processes: result.json gives
+// its plan and a loss per epoch, falling, and the network it kept learned.
+func TestFinetuneOnWorkers(t *testing.T) {
+	t.Parallel()
+	out := t.TempDir()
+	res, err := Run(context.Background(), loadConfig(t, workersBody), Options{OutDir: out, SlaveCommand: []string{slaveBin}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := res.Finetune
+	if p := ft.Plan; p == nil || p.Workers != 2 || p.SyncEvery == nil || *p.SyncEvery != 2 || p.BatchPerWorker != 20 {
+		t.Fatalf("plan %+v; want 2 workers, sync every 2, 20 examples a mini-batch", ft.Plan)
+	}
+	if len(ft.History) != 4 || !(ft.History[3].Loss < ft.History[0].Loss) {
+		t.Errorf("history %+v; want 4 epochs, the loss falling", ft.History)
+	}
+	if ft.TestAccuracy < 0.5 {
+		t.Errorf("test accuracy %.3f; want the workers' network to have learned the classes", ft.TestAccuracy)
+	}
+	if len(ft.Recoveries) != 0 {
+		t.Errorf("recoveries %+v in a run nobody disturbed", ft.Recoveries)
+	}
+}
+
+// TestKilledFinetuneWorkerRecovers: a worker of data-parallel fine-tuning
+// is SIGKILLed after the first epoch; the master declares it lost, a new
+// process of its name resumes from its last checkpoint, and the run ends
+// with the network of the run nobody killed, bit for bit: no mini-batch
+// lost or trained twice. result.json says what was redone. It runs alone:
+// the greedy pre-training before it runs in this process, whose BLAS
+// thread count other tests' runs set, and a thread count of its own
+// would give other bits.
+func TestKilledFinetuneWorkerRecovers(t *testing.T) {
+	slave := []string{slaveBin, "--window-delay", "20ms", "--status-every", "50ms"}
+	calm := t.TempDir()
+	if _, err := Run(context.Background(), loadConfig(t, workersBody), Options{OutDir: calm, SlaveCommand: slave}); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	var mu sync.Mutex
+	var url string
+	killed := 0
+	log, logs := watchLogs(t, func(l map[string]any) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch l["@message"] {
+		case "embedded NATS server started":
+			url, _ = l["url"].(string)
+		case "fine-tuning epoch done":
+			if l["epoch"] != "1/4" || killed != 0 {
+				return
+			}
+			if killed = slavePID(url, "local-1-r1"); killed != 0 {
+				syscall.Kill(killed, syscall.SIGKILL)
+			}
+		}
+	})
+	res, err := Run(context.Background(), loadConfig(t, workersBody), Options{OutDir: out, SlaveCommand: slave, Logger: log})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs)
+	}
+	if killed == 0 {
+		t.Fatalf("no worker was killed\n%s", logs)
+	}
+	recs := res.Finetune.Recoveries
+	t.Logf("recoveries: %+v", recs)
+	if len(recs) != 1 || recs[0].Lost != "local-1-r1" || recs[0].Replacement != "local-1-r1" || recs[0].Redone < 0 {
+		t.Errorf("recoveries %+v; want local-1-r1 replaced once by a new process of its name\n%s", recs, logs)
+	}
+	want, err := readNPZ(filepath.Join(calm, WeightsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readNPZ(filepath.Join(out, WeightsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, w := range want {
+		if !slices.Equal(got[name], w) {
+			t.Errorf("weights.npz %s differs from the undisturbed run's: a mini-batch was lost or trained twice", name)
+		}
+	}
+}
