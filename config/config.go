@@ -337,13 +337,13 @@ type Finetune struct {
 	Workers int `mapstructure:"workers" read:"finetune"`
 	// SyncEvery is S, the mini-batches a worker trains between two
 	// averages. Default 8.
-	SyncEvery int `mapstructure:"sync_every" read:"finetune"`
+	SyncEvery int `mapstructure:"sync_every" read:"workers"`
 	// LRRule scales the learning rate with the workers: linear (W times
 	// it, reached over the first WarmupEpochs epochs) or constant.
 	// Default linear.
-	LRRule string `mapstructure:"lr_rule" read:"finetune"`
+	LRRule string `mapstructure:"lr_rule" read:"workers"`
 	// WarmupEpochs is the linear rule's warm-up. Default 1.
-	WarmupEpochs int `mapstructure:"warmup_epochs" read:"finetune"`
+	WarmupEpochs int `mapstructure:"warmup_epochs" read:"workers"`
 }
 
 // Output says where results go.

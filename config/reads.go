@@ -21,6 +21,8 @@ var readWhen = map[string]func(c *Config) bool{
 	},
 	// finetune: only runs that fine-tune.
 	"finetune": func(c *Config) bool { return c.Finetune.Epochs > 0 },
+	// workers: only runs that fine-tune on more than one worker.
+	"workers": func(c *Config) bool { return c.Finetune.Epochs > 0 && c.Finetune.Workers > 1 },
 }
 
 // Unread returns the keys, or whole sections, that a run of c does not

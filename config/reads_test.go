@@ -14,6 +14,7 @@ func TestUnread(t *testing.T) {
 		"cluster.credits", "cluster.transport", "cluster.plan", "cluster.local_slaves", "cluster.machine_cpus",
 		"cluster.sync_every", "cluster.max_replicas", "cluster.replicate", "cluster.replica_tolerance", "reliability"}
 	nats := []string{"cluster.nats_url", "cluster.slaves", "cluster.join_timeout"}
+	workers := []string{"finetune.sync_every", "finetune.lr_rule", "finetune.warmup_epochs"}
 	var finetune []string
 	for _, k := range Keys() {
 		if strings.HasPrefix(k, "finetune.") && k != "finetune.epochs" {
@@ -30,9 +31,10 @@ func TestUnread(t *testing.T) {
 		{"remote slaves", func(c *Config) { c.Cluster.Slaves = 4 }, [][]string{{"cluster.colocate"}}},
 		{"no CPU cap", func(c *Config) { c.Cluster.CPUsPerWorker = 0 }, [][]string{{"cluster.colocate"}}},
 		{"capped local slaves", func(c *Config) {}, nil},
+		{"one fine-tuning worker", func(c *Config) { c.Finetune.Workers = 1 }, [][]string{workers}},
 		{"no fine-tuning", func(c *Config) { c.Finetune.Epochs = 0 }, [][]string{finetune}},
 	} {
-		c := &Config{Pretrain: Pretrain{Mode: Pipelined}, Cluster: Cluster{Transport: NATS, CPUsPerWorker: 1}, Finetune: Finetune{Epochs: 10}}
+		c := &Config{Pretrain: Pretrain{Mode: Pipelined}, Cluster: Cluster{Transport: NATS, CPUsPerWorker: 1}, Finetune: Finetune{Epochs: 10, Workers: 4}}
 		tc.set(c)
 		got, want := c.Unread(), slices.Concat(tc.want...)
 		slices.Sort(got)

@@ -119,14 +119,15 @@ func finetuneDistributed(ctx context.Context, cfg *config.Config, opt Options, o
 	opt.Logger.Info("fine-tuning on workers", "init", f.Init, "workers", f.Workers, "sync_every", f.SyncEvery, "lr_rule", f.LRRule,
 		"warmup_epochs", f.WarmupEpochs, "epochs", f.Epochs, "train", fit.N, "batch_size", f.BatchSize, "cpus_each", cfg.Cluster.CPUsPerWorker)
 	opt.Monitor.FinetunePlanned(monitorFinetunePlan(res.Plan))
-	losses, recs, err := finetuneOnWorkers(ctx, cfg, opt, out, net, fit, seed)
+	st, recs, err := finetuneOnWorkers(ctx, cfg, opt, out, net, fit, seed)
 	if err != nil {
 		return err
 	}
-	for e, l := range losses {
+	for e, l := range st.Recon {
 		res.History = append(res.History, FinetuneEpoch{Epoch: e + 1, Loss: l})
 	}
 	res.Recoveries = recs
+	res.BusySeconds, res.WaitSeconds = st.Busy.Seconds(), (st.WaitInput + st.WaitCredit).Seconds()
 	return nil
 }
 

@@ -25,9 +25,10 @@ import (
 // workers are local slave processes, each capped at
 // cluster.cpus_per_worker, or with cluster.slaves > 0 slaves that join (or
 // serve) this run; a lost worker is replaced from its last checkpoint, as
-// in pre-training. net ends as the last average. It returns the mean loss
-// of every epoch and the replacements of lost workers.
-func finetuneOnWorkers(ctx context.Context, cfg *config.Config, opt Options, out string, net *finetune.Network, fit *data.Set, seed uint64) ([]float64, []protocol.Recovery, error) {
+// in pre-training. net ends as the last average. It returns the workers'
+// statistics (Recon: the mean loss of every epoch) and the replacements of
+// lost workers.
+func finetuneOnWorkers(ctx context.Context, cfg *config.Config, opt Options, out string, net *finetune.Network, fit *data.Set, seed uint64) (pipeline.Stats, []protocol.Recovery, error) {
 	f := cfg.Finetune
 	log := opt.Logger.Named("finetune")
 	stage := finetuneStage(cfg, net, fit.N, seed)
@@ -37,14 +38,14 @@ func finetuneOnWorkers(ctx context.Context, cfg *config.Config, opt Options, out
 	}
 	srv, err := startServer(ctx, cfg, lay, log)
 	if err != nil {
-		return nil, nil, err
+		return pipeline.Stats{}, nil, err
 	}
 	defer srv.close()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	local, _, err := startSlaves(ctx, cfg, opt, srv, out, lay, f.Workers, cancel)
 	if err != nil {
-		return nil, nil, err
+		return pipeline.Stats{}, nil, err
 	}
 	if local != nil {
 		defer local.stop()
@@ -66,14 +67,14 @@ func finetuneOnWorkers(ctx context.Context, cfg *config.Config, opt Options, out
 	}
 	res, err := runMaster(ctx, srv.master, plan, cfg, out, log)
 	if err != nil {
-		return nil, nil, fmt.Errorf("data-parallel fine-tuning: %w", err)
+		return pipeline.Stats{}, nil, fmt.Errorf("data-parallel fine-tuning: %w", err)
 	}
 	recs := rec.recoveries()
 	for _, r := range recs {
 		log.Info("a lost worker was replaced", "worker", r.Lost, "by", r.Replacement, "from_window", r.ResumedAtWindow, "batches_redone", r.Redone)
 	}
 	net.SetParams(res[0].Params)
-	return res[0].Stats.Recon, recs, nil
+	return res[0].Stats, recs, nil
 }
 
 // finetuneStage is the stage of the network net for fine-tuning on n

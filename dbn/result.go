@@ -229,6 +229,10 @@ type FinetuneResult struct {
 	// Recoveries lists the workers of data-parallel fine-tuning lost and
 	// replaced, with the mini-batches redone.
 	Recoveries []protocol.Recovery `json:"recoveries,omitempty"`
+	// BusySeconds and WaitSeconds, with workers, are the longest time a
+	// worker spent training and waiting (for windows and averages).
+	BusySeconds float64 `json:"busy_seconds,omitempty"`
+	WaitSeconds float64 `json:"wait_seconds,omitempty"`
 }
 
 // FinetunePlan is how fine-tuning was laid out: on how many workers, with
