@@ -52,7 +52,7 @@ func ExampleEncodeParts() {
 		}
 	}
 	// Output:
-	// parts: 5
+	// parts: 6
 	// window 0 of rbm 1 bias [-0.5 0.25]
 	// mini-batch 0 [0.1 0.9 0.2 0.8 0.3 0.7]
 	// mini-batch 1 [0.4 0.6 0.5 0.5 0.6 0.4]
