@@ -235,9 +235,9 @@ func TestMemoryMatchesNATS(t *testing.T) {
 		{"nats 1-2,3", []string{"cluster.plan=1-2,3"}, "memory"},
 		{"nats auto", []string{"cluster.plan=auto"}, "memory"},
 		{"nats auto in the master", []string{"cluster.plan=auto"}, "memory"},
-		// Middle results rounded to 8 bits: the same on every transport.
-		{"memory uint8", []string{"cluster.transport=memory", "pretrain.middle_precision=uint8"}, ""},
-		{"nats one-per-rbm uint8", []string{"cluster.plan=one-per-rbm", "pretrain.middle_precision=uint8"}, "memory uint8"},
+		// Middle results unrounded: the same on every transport.
+		{"memory float32", []string{"cluster.transport=memory", "pretrain.middle_precision=float32"}, ""},
+		{"nats one-per-rbm float32", []string{"cluster.plan=one-per-rbm", "pretrain.middle_precision=float32"}, "memory float32"},
 	}
 	weights := map[string]map[string][]float32{}
 	for _, run := range runs {
@@ -270,8 +270,8 @@ finetune: {epochs: 0}
 			}
 		}
 	}
-	if slices.Equal(weights["memory"]["W2"], weights["memory uint8"]["W2"]) {
-		t.Errorf("weights.npz W2: the same with middle results rounded to uint8; want RBM_2 trained on rounded ones")
+	if slices.Equal(weights["memory"]["W2"], weights["memory float32"]["W2"]) {
+		t.Errorf("weights.npz W2: the same with middle results unrounded; want RBM_2 trained on rounded ones by default")
 	}
 	for _, run := range runs {
 		if run.same == "" {
@@ -288,13 +288,13 @@ finetune: {epochs: 0}
 	}
 }
 
-// pretrain.middle_precision reaches every RBM: float32 by default.
+// pretrain.middle_precision reaches every RBM: uint8 by default.
 func TestMiddlePrecisionReachesTheStages(t *testing.T) {
 	body := "data: {source: synthetic}\ndbn: {layers: [16, 8, 4]}\npretrain: {epochs: 1}\n"
 	for _, tc := range []struct {
 		sets []string
 		want pipeline.Precision
-	}{{nil, pipeline.Float32}, {[]string{"pretrain.middle_precision=float16"}, pipeline.Float16}, {[]string{"pretrain.middle_precision=uint8"}, pipeline.Uint8}} {
+	}{{nil, pipeline.Uint8}, {[]string{"pretrain.middle_precision=float16"}, pipeline.Float16}, {[]string{"pretrain.middle_precision=float32"}, pipeline.Float32}} {
 		for _, s := range Stages(loadConfig(t, body, tc.sets...), 64) {
 			if s.MiddlePrecision != tc.want {
 				t.Errorf("%v: RBM %d MiddlePrecision %v; want %v", tc.sets, s.Index, s.MiddlePrecision, tc.want)
