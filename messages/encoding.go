@@ -1,7 +1,6 @@
 package messages
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/pipedbn/pipedbn/internal/narrow"
@@ -115,21 +114,11 @@ func (c *coder) values(v *[]float32, e Encoding, field string) {
 func putNarrow(dst []byte, v []float32, e Encoding) {
 	switch e {
 	case EncodingFloat16:
-		dst = dst[:2*len(v)]
-		for i, x := range v {
-			binary.LittleEndian.PutUint16(dst[2*i:], narrow.Float16(x))
-		}
+		narrow.PutFloat16s(dst, v)
 	case EncodingUint8:
-		dst = dst[:len(v)]
-		for i, x := range v {
-			dst[i] = narrow.Uint8(x)
-		}
+		narrow.PutUint8s(dst, v)
 	case EncodingBits:
-		dst = dst[:(len(v)+7)/8]
-		clear(dst)
-		for i, x := range v {
-			dst[i/8] |= narrow.Bit(x) << (i % 8)
-		}
+		putBits(dst, v)
 	}
 }
 
@@ -138,19 +127,42 @@ func putNarrow(dst []byte, v []float32, e Encoding) {
 func getNarrow(dst []float32, src []byte, e Encoding) {
 	switch e {
 	case EncodingFloat16:
-		src = src[:2*len(dst)]
-		for i := range dst {
-			dst[i] = narrow.FromFloat16(binary.LittleEndian.Uint16(src[2*i:]))
-		}
+		narrow.Float16s(dst, src)
 	case EncodingUint8:
-		src = src[:len(dst)]
-		for i, q := range src {
-			dst[i] = narrow.FromUint8(q)
-		}
+		narrow.Uint8s(dst, src)
 	case EncodingBits:
-		src = src[:(len(dst)+7)/8]
-		for i := range dst {
-			dst[i] = float32(src[i/8] >> (i % 8) & 1)
+		getBits(dst, src)
+	}
+}
+
+// putBits packs the bit nearest each value of v into dst, eight a byte,
+// the first in the lowest bit; the last byte's unused bits are zeros.
+func putBits(dst []byte, v []float32) {
+	dst = dst[:(len(v)+7)/8]
+	for len(v) >= 8 {
+		dst[0] = narrow.Bit(v[0]) | narrow.Bit(v[1])<<1 | narrow.Bit(v[2])<<2 | narrow.Bit(v[3])<<3 |
+			narrow.Bit(v[4])<<4 | narrow.Bit(v[5])<<5 | narrow.Bit(v[6])<<6 | narrow.Bit(v[7])<<7
+		dst, v = dst[1:], v[8:]
+	}
+	if len(v) > 0 {
+		dst[0] = 0
+		for i, x := range v {
+			dst[0] |= narrow.Bit(x) << i
 		}
+	}
+}
+
+// getBits unpacks the bits of src into dst as 0 and 1, like putBits in
+// reverse.
+func getBits(dst []float32, src []byte) {
+	src = src[:(len(dst)+7)/8]
+	for len(dst) >= 8 {
+		b := src[0]
+		dst[0], dst[1], dst[2], dst[3] = float32(b&1), float32(b>>1&1), float32(b>>2&1), float32(b>>3&1)
+		dst[4], dst[5], dst[6], dst[7] = float32(b>>4&1), float32(b>>5&1), float32(b>>6&1), float32(b>>7)
+		dst, src = dst[8:], src[1:]
+	}
+	for i := range dst {
+		dst[i] = float32(src[0] >> i & 1)
 	}
 }

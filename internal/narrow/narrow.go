@@ -145,3 +145,49 @@ func RoundUint8(x []float32) {
 		x[i] = uint8Values[Uint8(v)]
 	}
 }
+
+// PutFloat16s stores the binary16 bits nearest each value of src in dst,
+// little-endian, 2 bytes a value: Float16 with its fast path inlined.
+func PutFloat16s(dst []byte, src []float32) {
+	dst = dst[:2*len(src)]
+	for i, v := range src {
+		b := math.Float32bits(v)
+		var h uint16
+		if a := b & 0x7fffffff; a-minNormal16 < 0x47800000-minNormal16 {
+			h = uint16(b>>16)&0x8000 | uint16((a+0xfff+(a>>13)&1-rebias16)>>13)
+		} else {
+			h = float16Rare(b)
+		}
+		dst[2*i], dst[2*i+1] = byte(h), byte(h>>8)
+	}
+}
+
+// Float16s loads dst from the little-endian binary16 bits in src, like
+// PutFloat16s in reverse: FromFloat16 with its fast path inlined.
+func Float16s(dst []float32, src []byte) {
+	src = src[:2*len(dst)]
+	for i := range dst {
+		h := uint16(src[2*i]) | uint16(src[2*i+1])<<8
+		if e := h & 0x7c00; e != 0 && e != 0x7c00 {
+			dst[i] = math.Float32frombits(uint32(h&0x8000)<<16 | (uint32(h&0x7fff)<<13 + rebias16))
+			continue
+		}
+		dst[i] = fromFloat16Rare(h)
+	}
+}
+
+// PutUint8s stores the 8-bit fraction nearest each value of src in dst.
+func PutUint8s(dst []byte, src []float32) {
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] = Uint8(v)
+	}
+}
+
+// Uint8s loads dst from the 8-bit fractions in src.
+func Uint8s(dst []float32, src []byte) {
+	src = src[:len(dst)]
+	for i, q := range src {
+		dst[i] = uint8Values[q]
+	}
+}

@@ -173,6 +173,49 @@ func TestRound(t *testing.T) {
 	}
 }
 
+// TestBulk checks the array forms against the value forms, on every
+// binary16 value and around it, and on every 8-bit fraction and between.
+func TestBulk(t *testing.T) {
+	t.Parallel()
+	var x []float32
+	for h := range 1 << 16 {
+		v := FromFloat16(uint16(h))
+		x = append(x, v, math.Nextafter32(v, 0), math.Nextafter32(v, float32(math.Inf(1))))
+	}
+	x = append(x, float32(math.NaN()), 65520, -1e-30, 1e30)
+	b16 := make([]byte, 2*len(x))
+	PutFloat16s(b16, x)
+	back := make([]float32, len(x))
+	Float16s(back, b16)
+	for i, v := range x {
+		h := uint16(b16[2*i]) | uint16(b16[2*i+1])<<8
+		if want := Float16(v); h != want {
+			t.Fatalf("PutFloat16s: value %d, %g: %#04x; want %#04x", i, v, h, want)
+		}
+		if want := FromFloat16(h); math.Float32bits(back[i]) != math.Float32bits(want) {
+			t.Fatalf("Float16s: %#04x: %g; want %g", h, back[i], want)
+		}
+	}
+	x = x[:0]
+	for q := range 256 {
+		v := FromUint8(uint8(q))
+		x = append(x, v, v+0.5/255, v-0.5/255, math.Nextafter32(v+0.5/255, 0))
+	}
+	x = append(x, float32(math.NaN()), -3, 7)
+	b8 := make([]byte, len(x))
+	PutUint8s(b8, x)
+	back = make([]float32, len(x))
+	Uint8s(back, b8)
+	for i, v := range x {
+		if want := Uint8(v); b8[i] != want {
+			t.Fatalf("PutUint8s: value %d, %g: %d; want %d", i, v, b8[i], want)
+		}
+		if back[i] != FromUint8(b8[i]) {
+			t.Fatalf("Uint8s: %d: %g; want %g", b8[i], back[i], FromUint8(b8[i]))
+		}
+	}
+}
+
 var sink float32
 
 func BenchmarkRoundFloat16(b *testing.B) { benchRound(b, RoundFloat16) }
