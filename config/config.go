@@ -134,6 +134,12 @@ type Pretrain struct {
 	// Middle is what a slave streams as its middle result: probabilities or
 	// samples. Default probabilities.
 	Middle rbm.Middle `mapstructure:"middle"`
+	// MiddlePrecision is what a slave rounds its middle result of
+	// probabilities to, and sends it as: float32 (as computed), float16
+	// or uint8; samples travel as bits whatever it says. Default uint8,
+	// the narrowest that left every RBM's error within 1% of float32's
+	// (experiments/results/wire_precision/).
+	MiddlePrecision pipeline.Precision `mapstructure:"middle_precision" read:"pipelined"`
 	// LCopy is when RBM_i+1's visible biases take the B_i of a window:
 	// first_window (the default) or every_window (the paper's rule).
 	LCopy LCopy `mapstructure:"l_copy" read:"pipelined"`
@@ -415,6 +421,7 @@ func Defaults() map[string]any {
 		"pretrain.k_batches":             10,
 		"pretrain.cd_k":                  1,
 		"pretrain.middle":                rbm.Probabilities,
+		"pretrain.middle_precision":      pipeline.Uint8,
 		"pretrain.l_copy":                FirstWindow,
 		"pretrain.learning_rate.initial": 0.015,
 		"pretrain.learning_rate.final":   0.002,

@@ -167,6 +167,9 @@ func TestBadEnumValues(t *testing.T) {
 		{"middle env", "", [2]string{"PIPEDBN_PRETRAIN_MIDDLE", "guesses"}, "", "pretrain.middle", `"guesses" (from env PIPEDBN_PRETRAIN_MIDDLE)`},
 		{"transport set", "", [2]string{}, "cluster.transport=pigeon", "cluster.transport", `"pigeon" (from --set cluster.transport)`},
 		{"l_copy", "pretrain: {l_copy: sometimes}\n", [2]string{}, "", "pretrain.l_copy", `"sometimes"`},
+		{"middle_precision", "pretrain: {middle_precision: half}\n", [2]string{}, "", "pretrain.middle_precision", `"half"`},
+		{"middle_precision binary", "", [2]string{}, "pretrain.middle_precision=binary", "pretrain.middle_precision", `"binary" (from --set pretrain.middle_precision)`},
+		{"middle_precision env", "", [2]string{"PIPEDBN_PRETRAIN_MIDDLE_PRECISION", "float64"}, "", "pretrain.middle_precision", `"float64" (from env PIPEDBN_PRETRAIN_MIDDLE_PRECISION)`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -182,6 +182,8 @@ var enums = []enum{
 		func(c *Config) fmt.Stringer { return c.Pretrain.Mode }},
 	{"pretrain.middle", []fmt.Stringer{rbm.Probabilities, rbm.Samples}, rbm.Probabilities,
 		func(c *Config) fmt.Stringer { return c.Pretrain.Middle }},
+	{"pretrain.middle_precision", []fmt.Stringer{pipeline.Float32, pipeline.Float16, pipeline.Uint8}, pipeline.Float32,
+		func(c *Config) fmt.Stringer { return c.Pretrain.MiddlePrecision }},
 	{"pretrain.l_copy", []fmt.Stringer{EveryWindow, FirstWindow}, EveryWindow,
 		func(c *Config) fmt.Stringer { return c.Pretrain.LCopy }},
 	{"pretrain.settle.schedule", []fmt.Stringer{pipeline.SettleAfter, pipeline.SettleInEpochs}, pipeline.SettleInEpochs,

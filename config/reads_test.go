@@ -10,7 +10,7 @@ import (
 // tags of Config's fields give them.
 func TestUnread(t *testing.T) {
 	t.Parallel()
-	pipelined := []string{"pretrain.k_batches", "pretrain.l_copy", "pretrain.settle",
+	pipelined := []string{"pretrain.k_batches", "pretrain.middle_precision", "pretrain.l_copy", "pretrain.settle",
 		"cluster.credits", "cluster.transport", "cluster.plan", "cluster.local_slaves", "cluster.machine_cpus",
 		"cluster.sync_every", "cluster.max_replicas", "cluster.replicate", "cluster.replica_tolerance", "reliability"}
 	nats := []string{"cluster.nats_url", "cluster.slaves", "cluster.join_timeout"}

@@ -249,6 +249,7 @@ func (v *validation) pretrain() {
 	}
 	v.atLeast("pretrain.cd_k", p.CDK, 1)
 	v.enumOK("pretrain.middle")
+	v.enumOK("pretrain.middle_precision")
 	v.enumOK("pretrain.l_copy")
 	v.rate("pretrain.learning_rate.initial", p.LearningRate.Initial, "")
 	v.rate("pretrain.learning_rate.final", p.LearningRate.Final, "")

@@ -103,20 +103,21 @@ func StageConfigs(cfg *config.Config) []pipeline.StageConfig {
 			u = cfg.DBN.Visible
 		}
 		cfgs = append(cfgs, pipeline.StageConfig{
-			Index:        i,
-			Visible:      cfg.DBN.Layers[i-1],
-			Hidden:       cfg.DBN.Layers[i],
-			Units:        u,
-			Epochs:       p.Epochs,
-			BatchSize:    p.BatchSize,
-			K:            p.KBatches,
-			CDK:          p.CDK,
-			Middle:       p.Middle,
-			LCopyOnce:    p.LCopy == config.FirstWindow,
-			LearningRate: [2]float64{p.LearningRate.Initial, p.LearningRate.Final},
-			Momentum:     [2]float64{p.Momentum.Initial, p.Momentum.Final},
-			WeightDecay:  p.WeightDecay,
-			Seed:         seedFor(cfg.Seed, seedRBM, i),
+			Index:           i,
+			Visible:         cfg.DBN.Layers[i-1],
+			Hidden:          cfg.DBN.Layers[i],
+			Units:           u,
+			Epochs:          p.Epochs,
+			BatchSize:       p.BatchSize,
+			K:               p.KBatches,
+			CDK:             p.CDK,
+			Middle:          p.Middle,
+			MiddlePrecision: p.MiddlePrecision,
+			LCopyOnce:       p.LCopy == config.FirstWindow,
+			LearningRate:    [2]float64{p.LearningRate.Initial, p.LearningRate.Final},
+			Momentum:        [2]float64{p.Momentum.Initial, p.Momentum.Final},
+			WeightDecay:     p.WeightDecay,
+			Seed:            seedFor(cfg.Seed, seedRBM, i),
 		})
 	}
 	return cfgs

@@ -14,6 +14,7 @@ import (
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/data"
 	"github.com/pipedbn/pipedbn/internal/testbin"
+	"github.com/pipedbn/pipedbn/pipeline"
 )
 
 var slaveBin string
@@ -227,12 +228,16 @@ func TestMemoryMatchesNATS(t *testing.T) {
 	runs := []struct {
 		name string
 		sets []string
+		same string // the run whose weights it must have
 	}{
-		{"memory", []string{"cluster.transport=memory"}},
-		{"nats one-per-rbm", []string{"cluster.plan=one-per-rbm"}},
-		{"nats 1-2,3", []string{"cluster.plan=1-2,3"}},
-		{"nats auto", []string{"cluster.plan=auto"}},
-		{"nats auto in the master", []string{"cluster.plan=auto"}},
+		{"memory", []string{"cluster.transport=memory"}, ""},
+		{"nats one-per-rbm", []string{"cluster.plan=one-per-rbm"}, "memory"},
+		{"nats 1-2,3", []string{"cluster.plan=1-2,3"}, "memory"},
+		{"nats auto", []string{"cluster.plan=auto"}, "memory"},
+		{"nats auto in the master", []string{"cluster.plan=auto"}, "memory"},
+		// Middle results unrounded: the same on every transport.
+		{"memory float32", []string{"cluster.transport=memory", "pretrain.middle_precision=float32"}, ""},
+		{"nats one-per-rbm float32", []string{"cluster.plan=one-per-rbm", "pretrain.middle_precision=float32"}, "memory float32"},
 	}
 	weights := map[string]map[string][]float32{}
 	for _, run := range runs {
@@ -265,14 +270,35 @@ finetune: {epochs: 0}
 			}
 		}
 	}
-	for _, run := range runs[1:] {
+	if slices.Equal(weights["memory"]["W2"], weights["memory float32"]["W2"]) {
+		t.Errorf("weights.npz W2: the same with middle results unrounded; want RBM_2 trained on rounded ones by default")
+	}
+	for _, run := range runs {
+		if run.same == "" {
+			continue
+		}
 		for name, w := range weights[run.name] {
-			if !slices.Equal(weights["memory"][name], w) {
-				t.Errorf("weights.npz %s: memory and %s differ", name, run.name)
+			if !slices.Equal(weights[run.same][name], w) {
+				t.Errorf("weights.npz %s: %s and %s differ", name, run.same, run.name)
 			}
 		}
 		if len(weights[run.name]) != 7 {
 			t.Errorf("%s: weights.npz holds %d arrays; want 7 (W1-3, b1-3, a1)", run.name, len(weights[run.name]))
+		}
+	}
+}
+
+// pretrain.middle_precision reaches every RBM: uint8 by default.
+func TestMiddlePrecisionReachesTheStages(t *testing.T) {
+	body := "data: {source: synthetic}\ndbn: {layers: [16, 8, 4]}\npretrain: {epochs: 1}\n"
+	for _, tc := range []struct {
+		sets []string
+		want pipeline.Precision
+	}{{nil, pipeline.Uint8}, {[]string{"pretrain.middle_precision=float16"}, pipeline.Float16}, {[]string{"pretrain.middle_precision=float32"}, pipeline.Float32}} {
+		for _, s := range Stages(loadConfig(t, body, tc.sets...), 64) {
+			if s.MiddlePrecision != tc.want {
+				t.Errorf("%v: RBM %d MiddlePrecision %v; want %v", tc.sets, s.Index, s.MiddlePrecision, tc.want)
+			}
 		}
 	}
 }

@@ -17,8 +17,9 @@ import (
 // them scaled by the replicas; version 10 pads float32 arrays to 4-byte
 // offsets (f32s); version 11 pads the fragment header to 32 bytes
 // (FragmentHeaderSize), so that a message in one fragment decodes in place;
-// version 12 adds a checkpoint's VelWCarry; version 13 a chunk's Labels,
-// and Hidden 0 in parameters for a flat vector (paramsShape).
+// version 12 adds a checkpoint's VelWCarry; version 13 a chunk's Labels
+// and Encoding, an assignment's Net and MiddleEncoding, and Hidden 0 in
+// parameters for a flat vector (paramsShape).
 const Version uint16 = 13
 
 const (
@@ -194,7 +195,7 @@ func bodySizeHint(m Message) int {
 	const pad = 3 // at most, before each float32 array (f32s)
 	switch m := m.(type) {
 	case *Chunk:
-		return small + 2*pad + 4*(len(m.Data)+len(m.Bias)) + 8*len(m.BatchRows) + len(m.Labels)
+		return small + 2*pad + int(m.ValueBytes()) + 8*len(m.BatchRows) + len(m.Labels)
 	case *Weights:
 		return small + 3*pad + 4*(len(m.W)+len(m.A)+len(m.B)) + 8*len(m.ReconErrors)
 	case *Params:

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/pipedbn/pipedbn/internal/narrow"
 )
 
 // testChunk returns a window of RBM_1's middle result: len(batchRows)
@@ -44,6 +46,30 @@ func testChunk(seed uint64, cols int, batchRows ...int) *Chunk {
 	return c
 }
 
+// testChunkIn is testChunk with its values in encoding e, rounded to it
+// as a producer rounds them: samples (0 or 1) for EncodingBits.
+func testChunkIn(e Encoding, seed uint64, cols int, batchRows ...int) *Chunk {
+	c := testChunk(seed, cols, batchRows...)
+	c.Encoding = e
+	for i, x := range c.Data {
+		c.Data[i] = roundTo(e, x)
+	}
+	return c
+}
+
+// roundTo is what value x reads back as after a trip in encoding e.
+func roundTo(e Encoding, x float32) float32 {
+	switch e {
+	case EncodingFloat16:
+		return narrow.FromFloat16(narrow.Float16(x))
+	case EncodingUint8:
+		return narrow.FromUint8(narrow.Uint8(x))
+	case EncodingBits:
+		return float32(narrow.Bit(x))
+	}
+	return x
+}
+
 func testWeights(visible, hidden int) *Weights {
 	rng := rand.New(rand.NewPCG(7, 7))
 	w := &Weights{
@@ -78,6 +104,7 @@ func testMessages() []Message {
 			Credits: 4, CheckpointEvery: 5, Resume: true, Process: 0x9e3779b97f4a7c15,
 			SettleFrom: 120, SettleWindows: 12, SettleStart: 123, SettleTrain: 6, SettleLearningRate: 0.03, LCopyOnce: true,
 			Net: []int{500, 64, 500}, Dropout: 0.2, InputDropout: 0.1, MaxNorm: 3, LabelSmoothing: 0.05, LinearRate: true, WarmupWindows: 40,
+			MiddleEncoding: EncodingUint8,
 		},
 		testChunk(1, 16, 8, 8, 3),
 		&EndOfStream{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 1, Epoch: 20, Windows: 480},
@@ -106,6 +133,9 @@ func testMessages() []Message {
 		&Weights{RunID: "quickstart-ft", RBM: 1, Visible: 3, W: []float32{1, 2, 3}, ReconErrors: []float64{2.1, 0.4}, Batches: 9},
 		&Admission{Slave: "slave-3", Outcome: InUse, Reason: "name slave-3 is taken", Process: 12},
 		&Admission{Slave: "slave-4", Outcome: Admitted},
+		testChunkIn(EncodingFloat16, 2, 16, 8, 8, 3),
+		testChunkIn(EncodingUint8, 3, 5, 4, 1),
+		testChunkIn(EncodingBits, 4, 7, 3, 2),
 	}
 }
 
@@ -301,6 +331,27 @@ func TestDecodeErrors(t *testing.T) {
 		{"rows*cols overflows", chunk(func(c *Chunk) { c.Rows, c.Cols = math.MaxInt/2+1, 4 }), ErrShape},
 		{"negative producer", chunk(func(c *Chunk) { c.RBM = -1 }), ErrInvalid},
 		{"negative epoch", chunk(func(c *Chunk) { c.Epoch = -1 }), ErrInvalid},
+		{"unknown encoding", frame(KindChunk, func() []byte {
+			b := body(testChunkIn(EncodingUint8, 2, 4, 3, 2))
+			b[len(b)-4*6-1] = byte(encodingEnd) // the byte before the data's 4-byte count and 24 codes
+			return b
+		}()), ErrInvalid},
+		{"float16 data truncated", frame(KindChunk, func() []byte { b := body(testChunkIn(EncodingFloat16, 2, 4, 3, 2)); return b[:len(b)-1] }()), ErrTruncated},
+		{"bits data truncated", frame(KindChunk, func() []byte { b := body(testChunkIn(EncodingBits, 2, 4, 3, 2)); return b[:len(b)-1] }()), ErrTruncated},
+		{"bits unused bits set", frame(KindChunk, func() []byte {
+			b := body(testChunkIn(EncodingBits, 2, 3, 3)) // 9 values: 7 bits unused
+			b[len(b)-1] |= 0x80
+			return b
+		}()), ErrInvalid},
+		{"bits shape", frame(KindChunk, func() []byte { // 9 values of a 2 x 4 chunk
+			c := testChunkIn(EncodingBits, 2, 4, 2)
+			c.Data = append(c.Data, 1)
+			return body(c)
+		}()), ErrShape},
+		{"narrow values beyond a message", frame(KindChunk, func() []byte {
+			b := body(&Chunk{RunID: "r", RBM: 1, BatchRows: []int{1}, Encoding: EncodingBits})
+			return binary.LittleEndian.AppendUint32(b[:len(b)-4], maxNarrowValues+1)
+		}()), ErrTooLarge},
 		{"w != visible*hidden", frame(KindWeights, body(func() *Weights { w := testWeights(3, 2); w.W = w.W[:5]; return w }())), ErrShape},
 		{"a != visible", frame(KindWeights, body(func() *Weights { w := testWeights(3, 2); w.A = w.A[:2]; return w }())), ErrShape},
 		{"b != hidden", frame(KindWeights, body(func() *Weights { w := testWeights(3, 2); w.B = nil; return w }())), ErrShape},

@@ -209,6 +209,11 @@ type Assign struct {
 	// LCopyOnce: the slave's visible biases take the B_{i-1} of its first
 	// input window only (pretrain.l_copy first_window), not of every one.
 	LCopyOnce bool
+	// MiddleEncoding is what the slave rounds its middle result of
+	// probabilities to, and sends it as (pretrain.middle_precision):
+	// EncodingFloat32 (the zero value), EncodingFloat16 or EncodingUint8.
+	// Samples, which are 0 or 1, travel as EncodingBits whatever it says.
+	MiddleEncoding Encoding
 	// Net, for the network of data-parallel fine-tuning rather than an
 	// RBM, holds its layers' widths: the Visible inputs first, the Hidden
 	// classes last; empty for an RBM. Its parameters travel as a flat
@@ -249,6 +254,9 @@ func (m *Assign) validate() error {
 	}
 	if m.Middle != MiddleProbabilities && m.Middle != MiddleSamples {
 		return invalid("middle %q: want %q or %q", m.Middle, MiddleProbabilities, MiddleSamples)
+	}
+	if m.MiddleEncoding != EncodingFloat32 && m.MiddleEncoding != EncodingFloat16 && m.MiddleEncoding != EncodingUint8 {
+		return invalid("middle encoding %v: want float32, float16 or uint8", m.MiddleEncoding)
 	}
 	if m.BatchSize < 1 || m.K < 1 || m.CDK < 1 {
 		return invalid("batch size %d, k %d, cd-k %d: want all >= 1", m.BatchSize, m.K, m.CDK)
@@ -338,6 +346,7 @@ func (m *Assign) fields(c *coder) {
 	c.f64(&m.LabelSmoothing, "label smoothing")
 	c.bool(&m.LinearRate, "linear rate")
 	c.int(&m.WarmupWindows, "warmup windows")
+	c.u8((*uint8)(&m.MiddleEncoding), "middle encoding")
 }
 
 // Stop tells the slaves to abandon a run.

@@ -25,12 +25,15 @@
 // float arrays stored as raw IEEE-754 bits; a float32 array starts a
 // multiple of 4 bytes into the message (0 to 3 zero bytes after its length
 // prefix), so that DecodeOwned can hand out the bytes of a payload it owns
-// as the array, no copy. Each kind lists its body's fields
+// as the array, no copy. A chunk's values may travel narrower
+// (Chunk.Encoding: binary16, 8-bit fractions of [0, 1], bits), and read
+// back as float32. Each kind lists its body's fields
 // once, and that one list both writes and reads them. Decode checks every
 // part of that frame and the message's own consistency (shapes, enum values)
 // and reports what is wrong with a wrapped sentinel error such as ErrChecksum
 // or ErrShape; it never panics and never allocates from a length it has not
-// checked against the bytes present. Kind numbers are never reused: those of
+// checked against the bytes present (a narrow encoding's values, at most
+// 32 float32 bytes for each byte present, no more than DefaultMaxMessage). Kind numbers are never reused: those of
 // the kinds retired in version 3 (end-of-epoch, 4, and heartbeat, 10) fail
 // with ErrKind.
 //
@@ -39,6 +42,8 @@
 // bytes, and a Reassembler, with bounded memory, puts them back together;
 // its AddMessage decodes what it completes, checksumming it once.
 //
-// The package uses only the standard library and knows nothing of NATS: any
-// transport that moves byte slices carries these messages.
+// The package uses only the standard library and the module's leaf helpers
+// (internal/sat, internal/narrow, whose rounding the stages share) and
+// knows nothing of NATS: any transport that moves byte slices carries
+// these messages.
 package messages

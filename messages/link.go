@@ -34,6 +34,12 @@ type Chunk struct {
 	Rows, Cols int
 	// Data holds the Rows x Cols middle result, row-major.
 	Data []float32
+	// Encoding is how Data travels: EncodingFloat32 (the zero value) as
+	// it is; a narrower one only for values the producer rounded to it,
+	// since Encode rounds every value to its nearest code. Decode reads
+	// Data back as float32 whatever the encoding, and Bias travels as
+	// float32 always.
+	Encoding Encoding
 	// BatchRows holds the row count of each mini-batch in the window, in
 	// order; its length is the number of mini-batches and its sum is Rows.
 	// Only the epoch's last mini-batch may be short.
@@ -55,6 +61,9 @@ func (m *Chunk) validate() error {
 	}
 	if err := nonNegative("epoch", m.Epoch, "first batch", m.FirstBatch); err != nil {
 		return err
+	}
+	if m.Encoding >= encodingEnd {
+		return invalid("data encoding %v", m.Encoding)
 	}
 	if err := matrixShape("data", len(m.Data), m.Rows, m.Cols); err != nil {
 		return err
@@ -129,7 +138,14 @@ func (m *Chunk) fields(c *coder) {
 	c.ints(&m.BatchRows, "batch rows")
 	c.f32s(&m.Bias, "bias")
 	c.bytes(&m.Labels, "labels")
-	c.f32s(&m.Data, "data")
+	c.u8((*uint8)(&m.Encoding), "encoding")
+	c.values(&m.Data, m.Encoding, "data")
+}
+
+// ValueBytes returns the bytes of the window's values on the wire: Data at
+// its Encoding, and Bias.
+func (m *Chunk) ValueBytes() int64 {
+	return m.Encoding.Bytes(len(m.Data)) + 4*int64(len(m.Bias))
 }
 
 // EndOfStream is sent by the producer RBM_i after its last window of the

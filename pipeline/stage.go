@@ -34,6 +34,10 @@ type StageConfig struct {
 	CDK int
 	// Middle is what the stage emits as its middle result.
 	Middle rbm.Middle
+	// MiddlePrecision is what the stage rounds a middle result of
+	// probabilities to before it hands it on (Float32, the zero value:
+	// nothing); samples go unrounded, as Binary, whatever it says.
+	MiddlePrecision Precision
 	// LearningRate and Momentum go from [0] in the first epoch to [1] in
 	// the last.
 	LearningRate, Momentum [2]float64
@@ -269,6 +273,11 @@ type Window struct {
 	// Labels holds each row's class in the data windows of a supervised
 	// stage (the network of data-parallel fine-tuning); nil otherwise.
 	Labels []uint8
+	// Precision is what the values of X are exact in, and so how narrow
+	// they may travel: the producer's rounding of its middle result
+	// (StageConfig.MiddlePrecision), Binary for samples, Float32 (the
+	// zero value) for the data. Bias is float32 always.
+	Precision Precision
 }
 
 // TotalRows is the number of rows in the window.
@@ -440,13 +449,21 @@ func (s *Stage) Train(in *Window, out *Window) error {
 	s.stats.LastRecon = sse / elems
 	s.stats.Epoch = in.Epoch
 	s.windows++
-	s.stats.Busy += time.Since(start)
 	if out != nil {
-		out.Epoch, out.Seq = in.Epoch, in.Seq
-		out.Rows = append(out.Rows[:0], in.Rows...)
-		out.Bias = append(out.Bias[:0], s.rbm.B...)
+		s.handOn(in, out)
 	}
+	s.stats.Busy += time.Since(start)
 	return nil
+}
+
+// handOn finishes out, the middle result of window in: its values rounded
+// to the stage's precision, and the window's place and B_i.
+func (s *Stage) handOn(in, out *Window) {
+	out.Precision = s.cfg.outPrecision()
+	out.Precision.Round(out.X[:in.TotalRows()*s.cfg.Hidden])
+	out.Epoch, out.Seq = in.Epoch, in.Seq
+	out.Rows = append(out.Rows[:0], in.Rows...)
+	out.Bias = append(out.Bias[:0], s.rbm.B...)
 }
 
 // step trains one mini-batch of rows rows, v, at p, writing its middle
@@ -506,9 +523,7 @@ func (s *Stage) forward(in *Window, out *Window) error {
 		} else {
 			s.rbm.HiddenProbs(out.X[:rows*s.cfg.Hidden], in.X, rows)
 		}
-		out.Epoch, out.Seq = in.Epoch, in.Seq
-		out.Rows = append(out.Rows[:0], in.Rows...)
-		out.Bias = append(out.Bias[:0], s.rbm.B...)
+		s.handOn(in, out)
 	}
 	s.stats.Epoch = in.Epoch
 	s.windows++

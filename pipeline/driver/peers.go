@@ -49,7 +49,7 @@ func (p *Peers) Remove(name string, inbox chan<- Delivery) {
 // transport. The message is shared, not copied: nothing changes a message
 // once sent (the producer keeps it for resends as it is, and a checkpoint
 // holds a snapshot of its stage), as in memnet. A window counts its values'
-// bytes as sent and received.
+// bytes at their encoding (messages.Chunk.ValueBytes) as sent and received.
 //
 // A checkpoint handed over is neither encoded by the slave nor decoded by
 // the master: 3 to 8 MB for the quickstart DBN's RBMs, every C windows, on
@@ -58,7 +58,7 @@ func (p *Peers) Hand(from string, bytes *Counters, e protocol.Envelope) bool {
 	var size uint64
 	switch m := e.Msg.(type) {
 	case *messages.Chunk:
-		size = 4 * uint64(len(m.Data)+len(m.Bias))
+		size = uint64(m.ValueBytes())
 	case *messages.EndOfStream, *messages.Credit:
 	case *messages.Checkpoint:
 		if e.To != protocol.MasterName {

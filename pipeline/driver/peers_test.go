@@ -99,3 +99,29 @@ func TestInbox(t *testing.T) {
 		t.Errorf("closed: queued %d, %d held; want 3 bytes in 1", in.Queued(), len(in.C))
 	}
 }
+
+// A window handed in memory counts its values' bytes at the encoding it
+// would travel in: what the wire would carry of it.
+func TestPeersCountEncodedBytes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		e    messages.Encoding
+		want uint64
+	}{
+		{messages.EncodingFloat32, 4*20 + 4*4}, {messages.EncodingFloat16, 2*20 + 4*4},
+		{messages.EncodingUint8, 20 + 4*4}, {messages.EncodingBits, 3 + 4*4},
+	} {
+		lp := NewPeers()
+		a, b := newTestPeer(lp, "a"), newTestPeer(lp, "b")
+		chunk := &messages.Chunk{RunID: "r", RBM: 1, Rows: 5, Cols: 4, Data: make([]float32, 20), BatchRows: []int{5}, Bias: make([]float32, 4), Encoding: tc.e}
+		if !lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: "b", Msg: chunk}) {
+			t.Fatalf("%v: hand = false; want it delivered in memory", tc.e)
+		}
+		if in, _ := b.c.Bytes(); in != tc.want {
+			t.Errorf("%v: b counted %d window bytes in; want %d", tc.e, in, tc.want)
+		}
+		if _, out := a.c.Bytes(); out != tc.want {
+			t.Errorf("%v: a counted %d window bytes out; want %d", tc.e, out, tc.want)
+		}
+	}
+}

@@ -319,6 +319,36 @@ func TestFaultFreeMatchesInProcess(t *testing.T) {
 	}
 }
 
+// TestNarrowLinksMatchInProcess checks middle results rounded and sent
+// narrower (float16, uint8; samples as bits) against the in-process
+// schedule: encoded on the network, through fault schedules too, the same
+// weights, bit for bit.
+func TestNarrowLinksMatchInProcess(t *testing.T) {
+	for _, tc := range []struct {
+		p      pipeline.Precision
+		middle rbm.Middle
+	}{{pipeline.Float16, rbm.Probabilities}, {pipeline.Uint8, rbm.Probabilities}, {pipeline.Uint8, rbm.Samples}} {
+		cfg, slaves := tiny(2)
+		for i := range cfg.Stages {
+			cfg.Stages[i].MiddlePrecision, cfg.Stages[i].Middle = tc.p, tc.middle
+		}
+		got, _, _, err := simulate(cfg, slaves, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := pipeline.Pipelined(cfg.Data, cfg.N, cfg.Stages, cfg.ShuffleSeed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, st := range want {
+			if w := st.RBM(); !slices.Equal(got[i].RBM.W, w.W) || !slices.Equal(got[i].RBM.B, w.B) {
+				t.Errorf("%v %v: rbm %d: the protocol's weights differ from the in-process schedule's", tc.p, tc.middle, i+1)
+			}
+		}
+		runSchedules(t, "TestNarrowLinksMatchInProcess", cfg, slaves, 1, 0, 10, false)
+	}
+}
+
 // TestImpossibleSchedules checks that a run that cannot complete fails
 // with ErrSlaveLost, saying why: a crash without checkpoints, and a master
 // cut off from every slave for longer than the join timeout.

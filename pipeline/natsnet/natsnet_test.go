@@ -73,20 +73,52 @@ func testLogger(t *testing.T) hclog.Logger {
 // TestSlaveProcessesMatchInMemory runs a pipelined pre-training with an
 // embedded nats-server and three separate slave processes, and checks that
 // the weights are bit-identical to the in-memory schedule with the same
-// seeds: the transport changes nothing.
+// seeds: the transport changes nothing, whether the middle results travel
+// as float32, rounded to float16 and uint8, or as bits (samples).
 func TestSlaveProcessesMatchInMemory(t *testing.T) {
 	const n, epochs, batch, k = 300, 3, 16, 4 // 19 batches an epoch, the last short
 	layers := []int{49, 32, 24, 16}
 	x := examples(1, n, layers[0])
-	cfgs := stageConfigs(layers, epochs, batch, k)
-	pipeline.PlanSettle(cfgs, n, 0.1, 0.05, pipeline.SettleAfter) // F = 1, raised to the floor of pipeline.MinSettleBatches mini-batches
+	var plainOut int64 // RBM_1's bytes out as float32
+	for _, tc := range []struct {
+		name string
+		set  func(cfgs []pipeline.StageConfig)
+	}{
+		{"float32", func([]pipeline.StageConfig) {}},
+		{"float16 and uint8", func(cfgs []pipeline.StageConfig) {
+			cfgs[0].MiddlePrecision, cfgs[1].MiddlePrecision = pipeline.Float16, pipeline.Uint8
+		}},
+		{"bits", func(cfgs []pipeline.StageConfig) {
+			cfgs[0].Middle, cfgs[1].MiddlePrecision = rbm.Samples, pipeline.Uint8
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfgs := stageConfigs(layers, epochs, batch, k)
+			pipeline.PlanSettle(cfgs, n, 0.1, 0.05, pipeline.SettleAfter) // F = 1, raised to the floor of pipeline.MinSettleBatches mini-batches
+			tc.set(cfgs)
+			got := slaveProcessesMatch(t, x, n, cfgs)
+			if len(got) == 0 {
+				return
+			}
+			t.Logf("rbm 1 sent %d bytes, rbm 2 %d", got[0].BytesOut, got[1].BytesOut)
+			if tc.name == "float32" {
+				plainOut = got[0].BytesOut
+			} else if got[0].BytesOut >= plainOut*6/10 {
+				t.Errorf("rbm 1 sent %d bytes; want under 0.6 x the %d it sends as float32", got[0].BytesOut, plainOut)
+			}
+		})
+	}
+}
 
+// slaveProcessesMatch runs cfgs on three slave processes over NATS, checks
+// that they train what Pipelined does, bit for bit, and returns what they
+// trained.
+func slaveProcessesMatch(t *testing.T, x []float32, n int, cfgs []pipeline.StageConfig) []protocol.Trained {
 	blas.SetThreads(1)
 	want, err := pipeline.Pipelined(x, n, cfgs, 77)
 	if err != nil {
 		t.Fatal(err)
 	}
-
 	srv, nc := serve(t)
 
 	var wg sync.WaitGroup
@@ -143,6 +175,7 @@ func TestSlaveProcessesMatchInMemory(t *testing.T) {
 			t.Errorf("rbm %d: slave name %q", i+1, tr.Slave)
 		}
 	}
+	return got
 }
 
 // TestSlowSlaveLosesNothing makes the middle slave ten times slower than the

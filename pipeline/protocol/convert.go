@@ -29,7 +29,7 @@ func StageConfig(a *messages.Assign) (pipeline.StageConfig, error) {
 		Epochs: a.Epochs, BatchSize: a.BatchSize, K: a.K, CDK: a.CDK, Middle: middle,
 		LearningRate: [2]float64{a.LearningRate.Initial, a.LearningRate.Final},
 		Momentum:     [2]float64{a.Momentum.Initial, a.Momentum.Final},
-		WeightDecay:  a.WeightDecay, Seed: a.Seed, LCopyOnce: a.LCopyOnce,
+		WeightDecay:  a.WeightDecay, Seed: a.Seed, LCopyOnce: a.LCopyOnce, MiddlePrecision: PrecisionOf(a.MiddleEncoding),
 		Settle:   pipeline.Settle{From: a.SettleFrom, Windows: a.SettleWindows, Start: a.SettleStart, Train: a.SettleTrain, LearningRate: a.SettleLearningRate},
 		Replicas: a.Replicas, Net: net,
 	}, nil
@@ -66,13 +66,45 @@ func assignment(run Run, c pipeline.StageConfig, rbms, rows, credits, checkpoint
 		BatchesPerEpoch: pipeline.BatchesPerEpoch(rows, c.BatchSize), RowsPerEpoch: rows,
 		Upstream: up, Downstream: down, Credits: credits, CheckpointEvery: checkpointEvery,
 		SettleFrom: c.Settle.From, SettleWindows: c.Settle.Windows, SettleStart: c.Settle.Start, SettleTrain: c.Settle.Train, SettleLearningRate: c.Settle.LearningRate,
-		LCopyOnce: c.LCopyOnce,
+		LCopyOnce: c.LCopyOnce, MiddleEncoding: EncodingOf(c.MiddlePrecision),
 	}
 	if n := c.Net; n != nil {
 		a.Net, a.Dropout, a.InputDropout, a.MaxNorm, a.LabelSmoothing = n.Sizes, n.Dropout, n.InputDropout, n.MaxNorm, n.LabelSmoothing
 		a.LinearRate, a.WarmupWindows = n.LR == finetune.LRLinear, n.WarmupWindows
 	}
 	return a
+}
+
+// encodings pairs each precision a window's values may be exact in with
+// the encoding that carries them so; Float32 is the fallback both ways.
+var encodings = []struct {
+	local pipeline.Precision
+	wire  messages.Encoding
+}{
+	{pipeline.Float16, messages.EncodingFloat16},
+	{pipeline.Uint8, messages.EncodingUint8},
+	{pipeline.Binary, messages.EncodingBits},
+}
+
+// EncodingOf is the encoding that carries values exact in precision p
+// without loss.
+func EncodingOf(p pipeline.Precision) messages.Encoding {
+	for _, x := range encodings {
+		if x.local == p {
+			return x.wire
+		}
+	}
+	return messages.EncodingFloat32
+}
+
+// PrecisionOf is the precision of the values encoding e carries.
+func PrecisionOf(e messages.Encoding) pipeline.Precision {
+	for _, x := range encodings {
+		if x.wire == e {
+			return x.local
+		}
+	}
+	return pipeline.Float32
 }
 
 // ShapeOf returns the shape of stage c of a run over rows rows: what

@@ -12,8 +12,9 @@ import (
 
 func TestStageConfigOfAssignment(t *testing.T) {
 	t.Parallel()
-	for _, c := range testStages(3, 2) {
+	for i, c := range testStages(3, 2) {
 		c.Units, c.Middle = rbm.Gaussian, rbm.Samples
+		c.MiddlePrecision = []pipeline.Precision{pipeline.Float32, pipeline.Float16, pipeline.Uint8}[i]
 		got, err := StageConfig(assignment(testRun, c, 3, testRows, 2, 2, []string{"up"}, []string{"down"}))
 		if err != nil || !reflect.DeepEqual(got, c) {
 			t.Errorf("StageConfig(assignment(%+v)) = %+v, %v; want the same config", c, got, err)

@@ -149,12 +149,15 @@ func (p *Producer) Send(now time.Duration, w *pipeline.Window) Envelope {
 	return Envelope{From: p.self, To: p.consumer, Msg: c}
 }
 
-// chunk is the message that carries w as window seq.
+// chunk is the message that carries w as window seq, its values in the
+// narrowest encoding that holds them exactly (the producer's stage rounded
+// them to its precision).
 func (p *Producer) chunk(w *pipeline.Window, seq uint64) *messages.Chunk {
 	rows := w.TotalRows()
 	return &messages.Chunk{
 		RunID: p.run.ID, Incarnation: p.run.Incarnation, RBM: p.rbm, Epoch: w.Epoch, Seq: seq,
 		Rows: rows, Cols: len(w.X) / max(rows, 1), Data: w.X, BatchRows: w.Rows, Bias: w.Bias, Labels: w.Labels,
+		Encoding: EncodingOf(w.Precision),
 	}
 }
 
@@ -412,7 +415,7 @@ func (c *Consumer) Take() *pipeline.Window {
 	m := c.queue[0]
 	c.queue[0] = nil
 	c.queue = c.queue[1:]
-	w := &pipeline.Window{Epoch: m.Epoch, Seq: int(m.Seq), Rows: m.BatchRows, X: m.Data, Bias: m.Bias, Labels: m.Labels}
+	w := &pipeline.Window{Epoch: m.Epoch, Seq: int(m.Seq), Rows: m.BatchRows, X: m.Data, Bias: m.Bias, Labels: m.Labels, Precision: PrecisionOf(m.Encoding)}
 	if c.rbm == 0 {
 		w.Bias = nil // data windows: RBM_1 owns its visible biases
 	}

@@ -436,6 +436,46 @@ func TestConsumerTakeDataWindowDropsBias(t *testing.T) {
 	}
 }
 
+// TestLinkEncodesByPrecision checks that a producer sends a window in the
+// encoding its values are exact in (data and unrounded results as float32,
+// rounded probabilities as float16 or uint8, samples as bits), and that the
+// consumer, through the wire, takes the very values sent.
+func TestLinkEncodesByPrecision(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		p    pipeline.Precision
+		x    []float32
+		want messages.Encoding
+	}{
+		{pipeline.Float32, []float32{0.1, 0.7, 1e-9, 0.3, 1, 0}, messages.EncodingFloat32},
+		{pipeline.Float16, []float32{0.099975586, 0.7001953, 0, 0.30004883, 1, 0}, messages.EncodingFloat16},
+		{pipeline.Uint8, []float32{26.0 / 255, 179.0 / 255, 0, 77.0 / 255, 1, 0}, messages.EncodingUint8},
+		{pipeline.Binary, []float32{0, 1, 0, 0, 1, 1}, messages.EncodingBits},
+	} {
+		p := NewProducer(testRun, "s1", 1, "s2", 0)
+		p.OnCredit(0, "s2", credit(1, 0, 0, false))
+		w := &pipeline.Window{Rows: []int{2, 1}, X: slices.Clone(tc.x), Bias: []float32{0.123456, -7.5}, Precision: tc.p}
+		m := p.Send(0, w).Msg.(*messages.Chunk)
+		if m.Encoding != tc.want {
+			t.Errorf("%v: chunk encoding %v; want %v", tc.p, m.Encoding, tc.want)
+		}
+		b, err := messages.Encode(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := messages.Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewConsumer(testRun, "s2", "s1", 1, 2, 2, 0, true, testTiming())
+		c.OnChunk(0, "s1", got.(*messages.Chunk))
+		in := c.Take()
+		if !slices.Equal(in.X, tc.x) || !slices.Equal(in.Bias, w.Bias) || in.Precision != tc.p {
+			t.Errorf("%v: took %v, bias %v, %v; want %v, %v, as sent", tc.p, in.X, in.Bias, in.Precision, tc.x, w.Bias)
+		}
+	}
+}
+
 func TestConsumerRejects(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
