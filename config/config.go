@@ -342,7 +342,8 @@ type Finetune struct {
 	// their parameters through the master after every window. Default 1.
 	Workers int `mapstructure:"workers" read:"finetune"`
 	// SyncEvery is S, the mini-batches a worker trains between two
-	// averages. Default 8.
+	// averages. Default 16, the fastest of 8, 16 and 32 on 4 emulated
+	// machines at no loss of accuracy (experiments/results/finetune_workers).
 	SyncEvery int `mapstructure:"sync_every" read:"workers"`
 	// LRRule scales the learning rate with the workers: linear (W times
 	// it, reached over the first WarmupEpochs epochs) or constant.
@@ -461,7 +462,7 @@ func Defaults() map[string]any {
 		"finetune.max_norm":              ft.MaxNorm,
 		"finetune.label_smoothing":       ft.LabelSmoothing,
 		"finetune.workers":               1,
-		"finetune.sync_every":            8,
+		"finetune.sync_every":            16,
 		"finetune.lr_rule":               "linear",
 		"finetune.warmup_epochs":         1,
 		"output.dir":                     "",
