@@ -346,8 +346,8 @@ type Finetune struct {
 	// machines at no loss of accuracy (experiments/results/finetune_workers).
 	SyncEvery int `mapstructure:"sync_every" read:"workers"`
 	// LRRule scales the learning rate with the workers: linear (W times
-	// it, reached over the first WarmupEpochs epochs) or constant.
-	// Default linear.
+	// it, reached over the first WarmupEpochs epochs), sqrt (sqrt(W) times
+	// it, likewise) or constant. Default linear.
 	LRRule string `mapstructure:"lr_rule" read:"workers"`
 	// WarmupEpochs is the linear rule's warm-up. Default 1.
 	WarmupEpochs int `mapstructure:"warmup_epochs" read:"workers"`

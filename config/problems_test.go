@@ -259,7 +259,7 @@ func TestFinetuneWorkersProblems(t *testing.T) {
 	checkProblems(t, loadProblems(t, "finetune: {workers: 0, sync_every: 0, lr_rule: square, warmup_epochs: -1}\n"),
 		"finetune.workers = 0: must be >= 1",
 		"finetune.sync_every = 0: must be >= 1",
-		`finetune.lr_rule = "square": must be one of linear, constant`,
+		`finetune.lr_rule = "square": must be one of linear, sqrt, constant`,
 		"finetune.warmup_epochs = -1: must be >= 0")
 	checkProblems(t, loadProblems(t, "finetune: {workers: 4, epochs: 2, warmup_epochs: 3, patience: 2}\n"),
 		"finetune.warmup_epochs = 3: must be a number of epochs in [0, finetune.epochs = 2]",

@@ -206,9 +206,9 @@ var keyDocs = map[string]keyDoc{
 	"finetune.sync_every": {allowed: ">= 1",
 		text: "S: the mini-batches a worker trains between two averages of the workers' parameters (local SGD); 1 is synchronous SGD at " +
 			"`workers` x `batch_size`. Larger S sends fewer parameters and loses more accuracy."},
-	"finetune.lr_rule": {allowed: "`linear` or `constant`",
-		text: "How the learning rate scales with the workers: `linear` trains at `workers` times `learning_rate`, reached linearly over " +
-			"`warmup_epochs`; `constant` keeps it."},
+	"finetune.lr_rule": {allowed: "`linear`, `sqrt` or `constant`",
+		text: "How the learning rate scales with the workers: `linear` trains at `workers` times `learning_rate`, `sqrt` at " +
+			"sqrt(`workers`) times it, each reached linearly over `warmup_epochs`; `constant` keeps it."},
 	"finetune.warmup_epochs": {allowed: "[0, `finetune.epochs`]",
 		text: "The linear rule's warm-up, in epochs: the rate rises from `learning_rate` to `workers` times it over them."},
 

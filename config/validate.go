@@ -345,7 +345,7 @@ func (v *validation) finetuneWorkers() {
 	f := v.c.Finetune
 	v.atLeast("finetune.workers", f.Workers, 1)
 	v.atLeast("finetune.sync_every", f.SyncEvery, 1)
-	v.oneOf("finetune.lr_rule", f.LRRule, "linear", "constant")
+	v.oneOf("finetune.lr_rule", f.LRRule, "linear", "sqrt", "constant")
 	v.atLeast("finetune.warmup_epochs", f.WarmupEpochs, 0)
 	if f.Workers <= 1 {
 		return

@@ -87,10 +87,7 @@ func finetuneStage(cfg *config.Config, net *finetune.Network, n int, seed uint64
 	if final == 0 {
 		final = f.LearningRate
 	}
-	lr := finetune.LRConstant
-	if f.LRRule == "linear" {
-		lr = finetune.LRLinear
-	}
+	lr, _ := finetune.ParseLRRule(f.LRRule) // the config checked it
 	perWorker := (pipeline.WindowsPerEpoch(n, batch, f.SyncEvery) + f.Workers - 1) / f.Workers
 	sizes := append(net.Sizes(), net.Classes())
 	return pipeline.StageConfig{

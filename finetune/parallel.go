@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/pipedbn/pipedbn/blas"
 	"github.com/pipedbn/pipedbn/data"
@@ -24,6 +25,10 @@ const (
 	// W·b, and the linear scaling rule keeps its progress per example that
 	// of batch b.
 	LRLinear
+	// LRSqrt steps every replica at sqrt(W) times Config's rate, reached
+	// by the same ramp: a compromise for many replicas, whose W times the
+	// rate a brief run cannot bear.
+	LRSqrt
 )
 
 // String returns the rule's name, as ParseLRRule reads it.
@@ -33,19 +38,23 @@ func (r LRRule) String() string {
 		return "constant"
 	case LRLinear:
 		return "linear"
+	case LRSqrt:
+		return "sqrt"
 	}
 	return fmt.Sprintf("LRRule(%d)", int(r))
 }
 
-// ParseLRRule reads a rule's name: "constant" or "linear".
+// ParseLRRule reads a rule's name: "constant", "linear" or "sqrt".
 func ParseLRRule(s string) (LRRule, error) {
 	switch s {
 	case "constant":
 		return LRConstant, nil
 	case "linear":
 		return LRLinear, nil
+	case "sqrt":
+		return LRSqrt, nil
 	}
-	return 0, fmt.Errorf("finetune: learning-rate rule %q; want constant or linear", s)
+	return 0, fmt.Errorf("finetune: learning-rate rule %q; want constant, linear or sqrt", s)
 }
 
 // Parallel is how TrainParallel spreads fine-tuning over W replicas of the
@@ -63,9 +72,9 @@ type Parallel struct {
 	SyncEvery int
 	// LR is the learning-rate rule.
 	LR LRRule
-	// WarmupEpochs, in [0, Epochs], is how long LRLinear ramps the rate
-	// from Config's to W times it, linearly, a step at a time; 0 starts at
-	// W times it. It must be 0 with LRConstant.
+	// WarmupEpochs, in [0, Epochs], is how long LRLinear (LRSqrt) ramps
+	// the rate from Config's to W (sqrt(W)) times it, linearly, a step at
+	// a time; 0 starts there. It must be 0 with LRConstant.
 	WarmupEpochs int
 }
 
@@ -82,26 +91,30 @@ func (p Parallel) Validate(epochs int) error {
 	if p.SyncEvery < 0 {
 		bad("SyncEvery", p.SyncEvery, ">= 0 local steps (0: once per epoch)")
 	}
-	if p.LR != LRConstant && p.LR != LRLinear {
-		bad("LR", p.LR, "LRConstant or LRLinear")
+	if p.LR != LRConstant && p.LR != LRLinear && p.LR != LRSqrt {
+		bad("LR", p.LR, "LRConstant, LRLinear or LRSqrt")
 	}
 	if p.WarmupEpochs < 0 || p.WarmupEpochs > max(epochs, 0) {
 		bad("WarmupEpochs", p.WarmupEpochs, fmt.Sprintf("a number of epochs in [0, Epochs = %d]", epochs))
 	}
-	if p.WarmupEpochs > 0 && p.LR != LRLinear {
-		bad("WarmupEpochs", p.WarmupEpochs, fmt.Sprintf("0 with LR %v: the warm-up ramps the linear rule's rate", p.LR))
+	if p.WarmupEpochs > 0 && p.LR != LRLinear && p.LR != LRSqrt {
+		bad("WarmupEpochs", p.WarmupEpochs, fmt.Sprintf("0 with LR %v: the warm-up ramps a scaled rate", p.LR))
 	}
 	return errors.Join(errs...)
 }
 
 // RateScale is the factor of Config's rate at step (round) r of the whole
-// run, counting from 0, when the warm-up lasts warm rounds: W times from
-// the end of the warm-up on with LRLinear, 1 otherwise.
+// run, counting from 0, when the warm-up lasts warm rounds: from the end
+// of the warm-up on, W times with LRLinear, sqrt(W) times with LRSqrt, 1
+// with LRConstant.
 func (p Parallel) RateScale(r, warm int) float64 {
-	if p.LR != LRLinear || p.Workers == 1 {
+	if p.LR == LRConstant || p.Workers == 1 {
 		return 1
 	}
 	w := float64(p.Workers)
+	if p.LR == LRSqrt {
+		w = math.Sqrt(w)
+	}
 	if r >= warm {
 		return w
 	}

@@ -268,8 +268,8 @@ func TestTrainParallelLearns(t *testing.T) {
 	}
 }
 
-// TestRateScale checks the linear rule's warm-up: Config's rate at the
-// first step, W times it from the end of the warm-up on.
+// TestRateScale checks the scaled rules' warm-up: Config's rate at the
+// first step, W (sqrt(W)) times it from the end of the warm-up on.
 func TestRateScale(t *testing.T) {
 	t.Parallel()
 	lin := Parallel{Workers: 5, LR: LRLinear}
@@ -285,6 +285,8 @@ func TestRateScale(t *testing.T) {
 		{lin, 0, 0, 5, "no warm-up"},
 		{Parallel{Workers: 5}, 7, 10, 1, "constant rule"},
 		{Parallel{Workers: 1, LR: LRLinear}, 0, 0, 1, "one worker"},
+		{Parallel{Workers: 16, LR: LRSqrt}, 8, 8, 4, "square-root rule, warm-up over"},
+		{Parallel{Workers: 16, LR: LRSqrt}, 4, 8, 2.5, "square-root rule, half way"},
 	} {
 		if got := c.p.RateScale(c.r, c.warm); got != c.want {
 			t.Errorf("%s: RateScale(%d, %d) = %v; want %v", c.describe, c.r, c.warm, got, c.want)
@@ -296,7 +298,7 @@ func TestTrainParallelBadConfig(t *testing.T) {
 	t.Parallel()
 	train, _ := syntheticTask()
 	err := Parallel{Workers: 0, SyncEvery: -1, LR: 7, WarmupEpochs: 9}.Validate(8)
-	for _, want := range []string{"Workers = 0", "SyncEvery = -1", "LR = LRRule(7)", "WarmupEpochs = 9; want a number of epochs in [0, Epochs = 8]", "the warm-up ramps the linear rule's rate"} {
+	for _, want := range []string{"Workers = 0", "SyncEvery = -1", "LR = LRRule(7)", "WarmupEpochs = 9; want a number of epochs in [0, Epochs = 8]", "the warm-up ramps a scaled rate"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate error %v; want it to mention %q", err, want)
 		}

@@ -103,7 +103,7 @@ func testMessages() []Message {
 			Upstream: []string{"slave-1a", "slave-1b"}, Downstream: []string{"slave-3"}, Replica: 1, Replicas: 2, SyncEvery: 4,
 			Credits: 4, CheckpointEvery: 5, Resume: true, Process: 0x9e3779b97f4a7c15,
 			SettleFrom: 120, SettleWindows: 12, SettleStart: 123, SettleTrain: 6, SettleLearningRate: 0.03, LCopyOnce: true,
-			Net: []int{500, 64, 500}, Dropout: 0.2, InputDropout: 0.1, MaxNorm: 3, LabelSmoothing: 0.05, LinearRate: true, WarmupWindows: 40,
+			Net: []int{500, 64, 500}, Dropout: 0.2, InputDropout: 0.1, MaxNorm: 3, LabelSmoothing: 0.05, RateRule: "sqrt", WarmupWindows: 40,
 			MiddleEncoding: EncodingUint8,
 		},
 		testChunk(1, 16, 8, 8, 3),

@@ -219,12 +219,13 @@ type Assign struct {
 	// classes last; empty for an RBM. Its parameters travel as a flat
 	// vector (Hidden 0 in Params, Weights and Checkpoint), and its data
 	// windows carry labels. Dropout, InputDropout, MaxNorm and
-	// LabelSmoothing are its regularisers (finetune.Config's);
-	// LinearRate scales its learning rate with the replicas, reached over
-	// each replica's first WarmupWindows windows (finetune.LRLinear).
+	// LabelSmoothing are its regularisers (finetune.Config's); RateRule
+	// ("constant", "linear" or "sqrt"; "" is constant) scales its learning
+	// rate with the replicas, reached over each replica's first
+	// WarmupWindows windows (finetune.LRRule).
 	Net                                            []int
 	Dropout, InputDropout, MaxNorm, LabelSmoothing float64
-	LinearRate                                     bool
+	RateRule                                       string
 	WarmupWindows                                  int
 }
 
@@ -301,6 +302,9 @@ func (m *Assign) validateNet() error {
 	if !(m.MaxNorm >= 0) || math.IsInf(m.MaxNorm, 0) {
 		return invalid("max norm %g: want a finite number >= 0", m.MaxNorm)
 	}
+	if !slices.Contains([]string{"", "constant", "linear", "sqrt"}, m.RateRule) {
+		return invalid("rate rule %q: want constant, linear or sqrt", m.RateRule)
+	}
 	return nil
 }
 
@@ -344,7 +348,7 @@ func (m *Assign) fields(c *coder) {
 	c.f64(&m.InputDropout, "input dropout")
 	c.f64(&m.MaxNorm, "max norm")
 	c.f64(&m.LabelSmoothing, "label smoothing")
-	c.bool(&m.LinearRate, "linear rate")
+	c.str(&m.RateRule, "rate rule")
 	c.int(&m.WarmupWindows, "warmup windows")
 	c.u8((*uint8)(&m.MiddleEncoding), "middle encoding")
 }

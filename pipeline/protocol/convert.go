@@ -44,8 +44,12 @@ func netConfig(a *messages.Assign) (*pipeline.NetConfig, error) {
 		return nil, fmt.Errorf("a network of %d classes: labels are bytes, want at most 256", a.Hidden)
 	}
 	lr := finetune.LRConstant
-	if a.LinearRate {
-		lr = finetune.LRLinear
+	if a.RateRule != "" {
+		r, err := finetune.ParseLRRule(a.RateRule)
+		if err != nil {
+			return nil, err
+		}
+		lr = r
 	}
 	return &pipeline.NetConfig{
 		Sizes: a.Net, Dropout: a.Dropout, InputDropout: a.InputDropout, MaxNorm: a.MaxNorm, LabelSmoothing: a.LabelSmoothing,
@@ -70,7 +74,7 @@ func assignment(run Run, c pipeline.StageConfig, rbms, rows, credits, checkpoint
 	}
 	if n := c.Net; n != nil {
 		a.Net, a.Dropout, a.InputDropout, a.MaxNorm, a.LabelSmoothing = n.Sizes, n.Dropout, n.InputDropout, n.MaxNorm, n.LabelSmoothing
-		a.LinearRate, a.WarmupWindows = n.LR == finetune.LRLinear, n.WarmupWindows
+		a.RateRule, a.WarmupWindows = n.LR.String(), n.WarmupWindows
 	}
 	return a
 }
