@@ -353,15 +353,16 @@ func (v *validation) finetuneWorkers() {
 	if f.WarmupEpochs > max(f.Epochs, 0) {
 		v.bad("finetune.warmup_epochs", f.WarmupEpochs, "must be a number of epochs in [0, finetune.epochs = %d]", f.Epochs)
 	}
-	const why = "must be %s with finetune.workers = %d: the workers' network is the last average, with no per-epoch selection"
-	switch c := v.c.Cluster; {
-	case f.Patience > 0:
-		v.bad("finetune.patience", f.Patience, why, "0", f.Workers)
-	case f.AverageLast > 0:
-		v.bad("finetune.average_last", f.AverageLast, why, "0", f.Workers)
-	case c.Transport != NATS:
+	const why = "must be 0 with finetune.workers = %d: the workers' network is the last average, with no per-epoch selection"
+	if f.Patience > 0 {
+		v.bad("finetune.patience", f.Patience, why, f.Workers)
+	}
+	if f.AverageLast > 0 {
+		v.bad("finetune.average_last", f.AverageLast, why, f.Workers)
+	}
+	if c := v.c.Cluster; c.Transport != NATS {
 		v.bad("cluster.transport", c.Transport, "must be nats with finetune.workers = %d: the workers are slaves", f.Workers)
-	case c.Slaves > 0 && c.NatsURL == "":
+	} else if c.Slaves > 0 && c.NatsURL == "" {
 		v.bad("cluster.nats_url", c.NatsURL, "must name a server of your own with cluster.slaves = %d and finetune.workers = %d: the embedded server's identities change for the fine-tuning run, so slaves started by hand (slave --serve) could not join it", c.Slaves, f.Workers)
 	}
 }

@@ -292,16 +292,19 @@ func (r *recorder) observer(prog *progress, saver *saver, log hclog.Logger) prot
 			prog.lost(rbm)
 			r.monitor.Lost(rbm, slave, silent)
 		},
-		Recovered: func(rec protocol.Recovery) {
-			r.mu.Lock()
-			r.done = append(r.done, rec)
-			r.mu.Unlock()
-			r.monitor.Recovered(rec)
-		},
+		Recovered:    r.recovered,
 		Checkpointed: prog.checkpointed(saver.checkpointed),
 		Joined:       r.monitor.Joined,
 		Passed:       prog.phases.observer(),
 	}
+}
+
+// recovered keeps rec and shows it on the monitor.
+func (r *recorder) recovered(rec protocol.Recovery) {
+	r.mu.Lock()
+	r.done = append(r.done, rec)
+	r.mu.Unlock()
+	r.monitor.Recovered(rec)
 }
 
 // recoveries returns the recoveries seen so far.

@@ -137,12 +137,7 @@ func workerObserver(rec *recorder, mon *monitor.Run, epochs int, log hclog.Logge
 			log.Warn("worker lost; replacing it", "worker", slave, "silent", silent.Round(100*time.Millisecond))
 			mon.Lost(1, slave, silent)
 		},
-		Recovered: func(r protocol.Recovery) {
-			rec.mu.Lock()
-			rec.done = append(rec.done, r)
-			rec.mu.Unlock()
-			mon.Recovered(r)
-		},
-		Joined: mon.Joined,
+		Recovered: rec.recovered,
+		Joined:    mon.Joined,
 	}
 }
