@@ -79,37 +79,54 @@ func assignment(run Run, c pipeline.StageConfig, rbms, rows, credits, checkpoint
 	return a
 }
 
+// pairs maps the local form of a value to its wire form and back; values
+// it does not name map to the fallbacks.
+type pairs[L, W comparable] struct {
+	of    []pair[L, W]
+	local L
+	wire  W
+}
+
+type pair[L, W comparable] struct {
+	local L
+	wire  W
+}
+
+func (p pairs[L, W]) toWire(l L) W {
+	for _, x := range p.of {
+		if x.local == l {
+			return x.wire
+		}
+	}
+	return p.wire
+}
+
+func (p pairs[L, W]) toLocal(w W) L {
+	for _, x := range p.of {
+		if x.wire == w {
+			return x.local
+		}
+	}
+	return p.local
+}
+
 // encodings pairs each precision a window's values may be exact in with
 // the encoding that carries them so; Float32 is the fallback both ways.
-var encodings = []struct {
-	local pipeline.Precision
-	wire  messages.Encoding
-}{
-	{pipeline.Float16, messages.EncodingFloat16},
-	{pipeline.Uint8, messages.EncodingUint8},
-	{pipeline.Binary, messages.EncodingBits},
+var encodings = pairs[pipeline.Precision, messages.Encoding]{
+	of: []pair[pipeline.Precision, messages.Encoding]{
+		{pipeline.Float16, messages.EncodingFloat16},
+		{pipeline.Uint8, messages.EncodingUint8},
+		{pipeline.Binary, messages.EncodingBits},
+	},
+	local: pipeline.Float32, wire: messages.EncodingFloat32,
 }
 
 // EncodingOf is the encoding that carries values exact in precision p
 // without loss.
-func EncodingOf(p pipeline.Precision) messages.Encoding {
-	for _, x := range encodings {
-		if x.local == p {
-			return x.wire
-		}
-	}
-	return messages.EncodingFloat32
-}
+func EncodingOf(p pipeline.Precision) messages.Encoding { return encodings.toWire(p) }
 
 // PrecisionOf is the precision of the values encoding e carries.
-func PrecisionOf(e messages.Encoding) pipeline.Precision {
-	for _, x := range encodings {
-		if x.wire == e {
-			return x.local
-		}
-	}
-	return pipeline.Float32
-}
+func PrecisionOf(e messages.Encoding) pipeline.Precision { return encodings.toLocal(e) }
 
 // ShapeOf returns the shape of stage c of a run over rows rows: what
 // bounds the messages about it (see messages.Limits).
@@ -176,34 +193,20 @@ func Seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 
 // states pairs each stage state with its wire form; Idle is the fallback
 // both ways.
-var states = []struct {
-	local pipeline.State
-	wire  messages.State
-}{
-	{pipeline.Training, messages.StateTraining},
-	{pipeline.WaitingInput, messages.StateWaitingInput},
-	{pipeline.WaitingCredit, messages.StateWaitingCredit},
-	{pipeline.Done, messages.StateDone},
-	{pipeline.Failed, messages.StateFailed},
-	{pipeline.WaitingAverage, messages.StateWaitingAverage},
+var states = pairs[pipeline.State, messages.State]{
+	of: []pair[pipeline.State, messages.State]{
+		{pipeline.Training, messages.StateTraining},
+		{pipeline.WaitingInput, messages.StateWaitingInput},
+		{pipeline.WaitingCredit, messages.StateWaitingCredit},
+		{pipeline.Done, messages.StateDone},
+		{pipeline.Failed, messages.StateFailed},
+		{pipeline.WaitingAverage, messages.StateWaitingAverage},
+	},
+	local: pipeline.Idle, wire: messages.StateIdle,
 }
 
 // WireState is the wire form of a stage state.
-func WireState(s pipeline.State) messages.State {
-	for _, p := range states {
-		if p.local == s {
-			return p.wire
-		}
-	}
-	return messages.StateIdle
-}
+func WireState(s pipeline.State) messages.State { return states.toWire(s) }
 
 // LocalState is the stage state of a wire state; Idle for any other.
-func LocalState(s messages.State) pipeline.State {
-	for _, p := range states {
-		if p.wire == s {
-			return p.local
-		}
-	}
-	return pipeline.Idle
-}
+func LocalState(s messages.State) pipeline.State { return states.toLocal(s) }
