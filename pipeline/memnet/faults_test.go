@@ -304,6 +304,13 @@ func runSchedules(t *testing.T, test string, cfg protocol.MasterConfig, slaves [
 // schedule: the same windows, the same weights.
 func TestFaultFreeMatchesInProcess(t *testing.T) {
 	cfg, slaves := tiny(2)
+	matchesInProcess(t, "", cfg, slaves)
+}
+
+// matchesInProcess fails unless cfg run fault-free over the network ends
+// with the weights of the in-process schedule (pipeline.Pipelined).
+func matchesInProcess(t *testing.T, what string, cfg protocol.MasterConfig, slaves []string) {
+	t.Helper()
 	got, _, _, err := simulate(cfg, slaves, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -314,7 +321,7 @@ func TestFaultFreeMatchesInProcess(t *testing.T) {
 	}
 	for i, st := range want {
 		if w := st.RBM(); !slices.Equal(got[i].RBM.W, w.W) || !slices.Equal(got[i].RBM.B, w.B) {
-			t.Errorf("rbm %d: the protocol's weights differ from the in-process schedule's", i+1)
+			t.Errorf("%srbm %d: the protocol's weights differ from the in-process schedule's", what, i+1)
 		}
 	}
 }
@@ -332,19 +339,7 @@ func TestNarrowLinksMatchInProcess(t *testing.T) {
 		for i := range cfg.Stages {
 			cfg.Stages[i].MiddlePrecision, cfg.Stages[i].Middle = tc.p, tc.middle
 		}
-		got, _, _, err := simulate(cfg, slaves, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := pipeline.Pipelined(cfg.Data, cfg.N, cfg.Stages, cfg.ShuffleSeed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, st := range want {
-			if w := st.RBM(); !slices.Equal(got[i].RBM.W, w.W) || !slices.Equal(got[i].RBM.B, w.B) {
-				t.Errorf("%v %v: rbm %d: the protocol's weights differ from the in-process schedule's", tc.p, tc.middle, i+1)
-			}
-		}
+		matchesInProcess(t, fmt.Sprintf("%v %v: ", tc.p, tc.middle), cfg, slaves)
 		runSchedules(t, "TestNarrowLinksMatchInProcess", cfg, slaves, 1, 0, 10, false)
 	}
 }
