@@ -156,6 +156,10 @@ type Pretrain struct {
 	// Probe diagnoses the schedule: snapshots of the RBMs over time,
 	// measured on a probe set at the end (result.json rbms[].probe).
 	Probe Probe `mapstructure:"probe"`
+	// Weights, when set, is the weights.npz of an earlier run of the same
+	// DBN: its RBMs are taken as they are and pre-training is skipped, so
+	// that one pre-training serves many fine-tunings. Default "" (train).
+	Weights string `mapstructure:"weights"`
 }
 
 // Probe configures the probe of pre-training over wall time.
@@ -433,6 +437,7 @@ func Defaults() map[string]any {
 		"pretrain.settle.learning_rate":  0.09,
 		"pretrain.settle.schedule":       pipeline.SettleInEpochs,
 		"pretrain.probe.rows":            0,
+		"pretrain.weights":               "",
 		"cluster.nats_url":               "",
 		"cluster.slaves":                 0,
 		"cluster.join_timeout":           protocol.DefaultJoinTimeout,

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -270,4 +271,14 @@ func TestFinetuneWorkersProblems(t *testing.T) {
 	if len(got) != 1 || !strings.HasPrefix(got[0], `cluster.nats_url = "" (default): must name a server of your own`) {
 		t.Errorf("slaves by hand on the embedded server: problems %q; want one naming cluster.nats_url", got)
 	}
+}
+
+func TestPretrainWeightsProblems(t *testing.T) {
+	dir := t.TempDir()
+	checkProblems(t, loadProblems(t, "pretrain: {weights: "+dir+"}\n"),
+		`pretrain.weights = "`+dir+`": is not a file (the weights.npz of an earlier run of this DBN)`)
+	missing := filepath.Join(dir, "nothing.npz")
+	checkProblems(t, loadProblems(t, "pretrain: {weights: "+missing+"}\nfinetune: {init: random}\n"),
+		`pretrain.weights = "`+missing+`": not readable: no such file or directory (the weights.npz of an earlier run of this DBN)`,
+		`pretrain.weights = "`+missing+`": is set, but finetune.init = random does not use pre-trained weights`)
 }

@@ -130,6 +130,10 @@ var keyDocs = map[string]keyDoc{
 	"pretrain.probe.rows": {allowed: "[0, 10000]",
 		text: "The probe set, the first rows of the training set, on which snapshots of the RBMs taken during pre-training " +
 			"are measured at the end (result.json `rbms[].probe`); 0 takes no snapshots."},
+	"pretrain.weights": {allowed: "\"\", or the path of a readable file",
+		text: "The `weights.npz` of an earlier run of the same `dbn.layers`: its RBMs are taken as they are and pre-training " +
+			"is skipped (result.json `pretrained_from` names the file, `pretrain_seconds` is 0), so that one pre-training serves " +
+			"many fine-tunings, a sweep over `finetune.*` for one. \"\" pre-trains."},
 
 	"cluster.nats_url": {allowed: "\"\", or URLs with scheme nats, tls, ws or wss, separated by commas",
 		text: "The NATS server, or the servers of a NATS cluster; \"\" starts one embedded in the master."},

@@ -263,6 +263,16 @@ func (v *validation) pretrain() {
 	if p.Probe.Rows < 0 || p.Probe.Rows > MaxProbeRows {
 		v.bad("pretrain.probe.rows", p.Probe.Rows, "must be in [0, %d]: the first training examples the probe measures snapshots on (0: no probe)", MaxProbeRows)
 	}
+	if p.Weights != "" {
+		if st, err := os.Stat(p.Weights); err != nil {
+			v.bad("pretrain.weights", p.Weights, "not readable: %v (the weights.npz of an earlier run of this DBN)", errText(err))
+		} else if !st.Mode().IsRegular() {
+			v.bad("pretrain.weights", p.Weights, "is not a file (the weights.npz of an earlier run of this DBN)")
+		}
+		if v.c.Finetune.Init == "random" {
+			v.bad("pretrain.weights", p.Weights, "is set, but finetune.init = random does not use pre-trained weights")
+		}
+	}
 }
 
 // cluster checks cluster.*: the NATS URLs, the slaves against the RBMs,

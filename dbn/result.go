@@ -39,6 +39,10 @@ type Result struct {
 	Colocate bool `json:"colocate,omitempty"`
 	// Config is the path of the config the run was read from.
 	Config string `json:"config"`
+	// PretrainedFrom is pretrain.weights: the file the RBMs were read
+	// from instead of pre-trained (absent: pre-trained by this run, in
+	// PretrainSeconds).
+	PretrainedFrom string `json:"pretrained_from,omitempty"`
 	// ProbeRows is pretrain.probe.rows, the probe set of rbms[].probe
 	// (absent: no probe).
 	ProbeRows int `json:"probe_rows,omitempty"`

@@ -120,7 +120,7 @@ func (s *saver) checkpointed(rbm int, st pipeline.StageState) {
 }
 
 // save writes the latest checkpointed weights, if any came since the last
-// save: W<i> and b<i> of every RBM checkpointed so far, a1 with RBM_1.
+// save: W<i>, b<i> and a<i> of every RBM checkpointed so far.
 func (s *saver) save() error {
 	s.mu.Lock()
 	if !s.changed {

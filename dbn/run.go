@@ -175,12 +175,10 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 			"windows", st.Windows, "epochs_windows", st.From, "most_in_epochs", pipeline.MaxInEpochs)
 	}
 	res = newResult(cfg, d)
-	trained, probe, err := pretrainShown(ctx, cfg, opt, out, d.train, stageCfgs, res)
+	trained, err := pretrainOrLoad(ctx, cfg, opt, out, d.train, stageCfgs, res)
 	if err != nil {
 		return nil, err
 	}
-	res.record(cfg, trained, probe, d.train)
-	res.recordOverhead(stageCfgs[0], d.train.N)
 	var weights []array
 	for i, r := range trained.rbms {
 		weights = append(weights, rbmArrays(i+1, r.Visible, r.Hidden, r.W, r.A, r.B)...)
@@ -273,6 +271,28 @@ func newResult(cfg *config.Config, d *runData) *Result {
 		Colocate:      cfg.Cluster.Colocate,
 		Config:        cfg.File,
 	}
+}
+
+// pretrainOrLoad pre-trains the stages on train and records what it gave
+// in res, or, with pretrain.weights, reads the RBMs from there.
+func pretrainOrLoad(ctx context.Context, cfg *config.Config, opt Options, out string, train *data.Set, stageCfgs []pipeline.StageConfig, res *Result) (*trained, error) {
+	if cfg.Pretrain.Weights != "" {
+		t, err := loadPretrained(cfg)
+		if err != nil {
+			return nil, err
+		}
+		opt.Logger.Info("pre-trained RBMs read; pre-training skipped", "pretrain.weights", cfg.Pretrain.Weights)
+		res.PretrainedFrom = cfg.Pretrain.Weights
+		res.record(cfg, t, nil, train)
+		return t, nil
+	}
+	t, probe, err := pretrainShown(ctx, cfg, opt, out, train, stageCfgs, res)
+	if err != nil {
+		return nil, err
+	}
+	res.record(cfg, t, probe, train)
+	res.recordOverhead(stageCfgs[0], train.N)
+	return t, nil
 }
 
 // pretrainShown pre-trains the stages on train (pretrain) with the

@@ -125,7 +125,7 @@ finetune: {epochs: 6, learning_rate: 0.2, batch_size: 50}
 import sys, numpy as np
 d = np.load(sys.argv[1] + "/weights.npz")
 print(" ".join(f"{k}:{d[k].dtype}:{'x'.join(map(str, d[k].shape))}" for k in sorted(d.files)))`)
-			if want := "W1:float32:784x64 W2:float32:64x32 a1:float32:784 b1:float32:64 b2:float32:32 " +
+			if want := "W1:float32:784x64 W2:float32:64x32 a1:float32:784 a2:float32:64 b1:float32:64 b2:float32:32 " +
 				"ft_W1:float32:784x64 ft_W2:float32:64x32 ft_Wout:float32:32x10 ft_b1:float32:64 ft_b2:float32:32 ft_bout:float32:10"; shapes != "" && shapes != want {
 				t.Errorf("weights.npz = %s; want %s", shapes, want)
 			}
@@ -205,7 +205,7 @@ finetune: {epochs: 1, batch_size: 20}
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"W1": 16 * 8, "b1": 8, "a1": 16, "W2": 8 * 6, "b2": 6,
+	want := map[string]int{"W1": 16 * 8, "b1": 8, "a1": 16, "W2": 8 * 6, "b2": 6, "a2": 8,
 		"ft_W1": 16 * 8, "ft_b1": 8, "ft_W2": 8 * 6, "ft_b2": 6, "ft_Wout": 6 * 10, "ft_bout": 10,
 		"input_mean": 16, "input_scale": 16}
 	for name, n := range want {
@@ -282,8 +282,8 @@ finetune: {epochs: 0}
 				t.Errorf("weights.npz %s: %s and %s differ", name, run.same, run.name)
 			}
 		}
-		if len(weights[run.name]) != 7 {
-			t.Errorf("%s: weights.npz holds %d arrays; want 7 (W1-3, b1-3, a1)", run.name, len(weights[run.name]))
+		if len(weights[run.name]) != 9 {
+			t.Errorf("%s: weights.npz holds %d arrays; want 9 (W1-3, b1-3, a1-3)", run.name, len(weights[run.name]))
 		}
 	}
 }

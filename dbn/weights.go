@@ -14,14 +14,14 @@ import (
 
 // The arrays of weights.npz are named here and nowhere else
 // (docs/results-schema.md): W<i> and b<i>, the weights (visible x hidden) and
-// hidden bias of RBM_i, and a1, RBM_1's visible bias; after fine-tuning
+// hidden bias of RBM_i, and a<i>, its visible bias; after fine-tuning
 // ft_W<i> and ft_b<i> of hidden layer i and ft_Wout and ft_bout of the
 // softmax layer; with gaussian visible units input_mean and input_scale,
 // the standardisation x' = (x - input_mean) * input_scale.
 const (
 	finetunePrefix = "ft_"
 	outputLayer    = "out"
-	visibleBias    = "a1"
+	visibleBias    = "a"
 	inputMean      = "input_mean"
 	inputScale     = "input_scale"
 )
@@ -35,13 +35,11 @@ func layerArrays(prefix, id string, rows, cols int, w, b []float32) []array {
 	}
 }
 
-// rbmArrays are RBM_i's arrays: W<i>, b<i> and, for RBM_1, a1.
+// rbmArrays are RBM_i's arrays: W<i>, b<i> and a<i>, all an RBM_i needs
+// to be trained on or sampled from again.
 func rbmArrays(i, visible, hidden int, w, a, b []float32) []array {
-	out := layerArrays("", strconv.Itoa(i), visible, hidden, w, b)
-	if i == 1 {
-		out = append(out, array{Name: visibleBias, Rows: visible, Data: a})
-	}
-	return out
+	id := strconv.Itoa(i)
+	return append(layerArrays("", id, visible, hidden, w, b), array{Name: visibleBias + id, Rows: visible, Data: a})
 }
 
 // finetuneArrays are the fine-tuned network's arrays: ft_W<i> and ft_b<i>
