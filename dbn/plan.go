@@ -181,7 +181,7 @@ func (lay *layout) sizeMachines(cl config.Cluster, m int, capped bool) []float64
 // examples rows of data.
 func localJob(cl config.Cluster, stages []pipeline.StageConfig, examples int) plan.Job {
 	s := stages[0]
-	job := plan.Job{BatchSize: s.BatchSize, K: s.K, CDK: s.CDK, SyncEvery: cl.SyncEvery,
+	job := plan.Job{BatchSize: s.BatchSize, K: s.K, CDK: s.CDK, SyncEvery: cl.SyncEvery, Middle: s.OutPrecision(),
 		Windows: s.Epochs*pipeline.WindowsPerEpoch(examples, s.BatchSize, s.K) + s.Settle.Windows}
 	job.Layers = append(job.Layers, s.Visible)
 	for _, st := range stages {

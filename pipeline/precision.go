@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/pipedbn/pipedbn/internal/narrow"
+	"github.com/pipedbn/pipedbn/internal/sat"
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
@@ -67,9 +68,36 @@ func (p Precision) Round(x []float32) {
 	}
 }
 
-// outPrecision is the precision of the stage's middle result: samples are
-// 0 or 1 and need no rounding.
-func (c StageConfig) outPrecision() Precision {
+// Bytes returns the bytes n values take on the wire at p: 4, 2 or 1 a
+// value, or one bit (Binary), the last byte padded.
+func (p Precision) Bytes(n int64) int64 {
+	n = max(n, 0)
+	switch p {
+	case Float16:
+		return sat.Mul(2, n)
+	case Uint8:
+		return n
+	case Binary:
+		return n/8 + min(n%8, 1)
+	}
+	return sat.Mul(4, n)
+}
+
+// WireBytes returns the bytes a window of rows rows of width values at p
+// takes on the wire, with its bias vector B_i in float32 when bias is set:
+// what the planner prices a link by. In memory a window is float32
+// (WindowBytes).
+func WireBytes(rows, width int, bias bool, p Precision) int64 {
+	b := p.Bytes(sat.Mul(int64(max(rows, 0)), int64(max(width, 0))))
+	if bias {
+		b = sat.Add(b, sat.Mul(4, int64(max(width, 0))))
+	}
+	return b
+}
+
+// OutPrecision is the precision of the stage's middle result on the wire:
+// samples are 0 or 1 and need no rounding.
+func (c StageConfig) OutPrecision() Precision {
 	if c.Middle == rbm.Samples {
 		return Binary
 	}

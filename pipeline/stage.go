@@ -459,7 +459,7 @@ func (s *Stage) Train(in *Window, out *Window) error {
 // handOn finishes out, the middle result of window in: its values rounded
 // to the stage's precision, and the window's place and B_i.
 func (s *Stage) handOn(in, out *Window) {
-	out.Precision = s.cfg.outPrecision()
+	out.Precision = s.cfg.OutPrecision()
 	out.Precision.Round(out.X[:in.TotalRows()*s.cfg.Hidden])
 	out.Epoch, out.Seq = in.Epoch, in.Seq
 	out.Rows = append(out.Rows[:0], in.Rows...)

@@ -43,9 +43,9 @@
 //	window   = max(compute + messages + sync, link)
 //
 // where in is the data window (4·rows·L_0 bytes of float32) for the group
-// of RBM_1 and otherwise the middle result and B_{i-1} (4·(rows·L_{i-1} +
-// L_{i-1})), out likewise for RBM_j (none for the top RBM), as
-// experiments.SimJob counts them; P is the group's parameters W, A, B in
+// of RBM_1 and otherwise the middle result at Job.Middle's bytes a value
+// and B_{i-1} in float32 (pipeline.WireBytes: rows·L_{i-1}·size +
+// 4·L_{i-1}), out likewise for RBM_j (none for the top RBM); P is the group's parameters W, A, B in
 // float32, averaged through the master (pipeline/protocol: each replica
 // sends its P and receives their mean, and the master's link carries the
 // r of them each way) once every S = Job.SyncEvery windows of a replica. The link carries windows while the CPU trains, so it overlaps;

@@ -112,6 +112,9 @@ type Job struct {
 	// on the shape and the machine (measured in docs/results.md, "Stage
 	// replicas", and experiments/results/machines8/).
 	StepRows []float64
+	// Middle is what the middle results travel as
+	// (pipeline.StageConfig.OutPrecision); the zero value, float32.
+	Middle pipeline.Precision
 }
 
 // Validate reports every problem of j at once, each as "key = value: reason".
@@ -172,11 +175,14 @@ func (j Job) stepRows(i int) float64 {
 	return StepRows
 }
 
-// inBytes is the size of a window RBM_{i+1} (0-based i) receives
-// (pipeline.WindowBytes): a data window of float32 for RBM_1, else RBM_i's
-// middle result and B_i.
+// inBytes is the size on the wire of a window RBM_{i+1} (0-based i)
+// receives (pipeline.WireBytes): a data window of float32 for RBM_1, else
+// RBM_i's middle result at j.Middle and B_i.
 func (j Job) inBytes(i int) float64 {
-	return float64(pipeline.WindowBytes(j.BatchSize*j.K, j.Layers[i], i > 0))
+	if i == 0 {
+		return float64(pipeline.WireBytes(j.BatchSize*j.K, j.Layers[0], false, pipeline.Float32))
+	}
+	return float64(pipeline.WireBytes(j.BatchSize*j.K, j.Layers[i], true, j.Middle))
 }
 
 // outBytes is the size of the window RBM_{i+1} (0-based i) sends; 0 for the

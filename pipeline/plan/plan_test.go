@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"github.com/pipedbn/pipedbn/pipeline"
 	"math"
 	"slices"
 	"strings"
@@ -484,6 +485,35 @@ func TestStrategyString(t *testing.T) {
 	for s, want := range map[Strategy]string{StrategyAuto: "auto", StrategyOnePerRBM: "one-per-rbm", StrategyExplicit: "explicit", 7: "Strategy(7)"} {
 		if got := s.String(); got != want {
 			t.Errorf("Strategy(%d).String() = %q; want %q", int(s), got, want)
+		}
+	}
+}
+
+// The links carry middle results at Job.Middle's size a value, B_i in
+// float32, and the data windows in float32 whatever Middle says.
+func TestMiddlePrecisionPricesTheLinks(t *testing.T) {
+	t.Parallel()
+	cl := Cluster{
+		Machines: []Machine{{Name: "a", CPUs: 1, Speed: 1}, {Name: "b", CPUs: 1, Speed: 1}},
+		Network:  Network{Bandwidth: 1000, Latency: 0.01},
+		ByteWork: 10,
+	}
+	const rows = 20.0
+	for _, c := range []struct {
+		middle pipeline.Precision
+		size   float64 // bytes a middle-result value takes
+	}{{pipeline.Float32, 4}, {pipeline.Float16, 2}, {pipeline.Uint8, 1}, {pipeline.Binary, 1.0 / 8}} {
+		job := Job{Layers: []int{100, 48, 30}, BatchSize: 10, K: 2, Windows: 5, Middle: c.middle}
+		p, err := Explicit(job, cl, []Group{{First: 1, Last: 1, Machines: []string{"a"}}, {First: 2, Last: 2, Machines: []string{"b"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, middle := 4*rows*100, rows*48*c.size+4*48
+		if got, want := p.Costs[0].Link, max(data, middle)/1000; math.Abs(got-want) > 1e-12 {
+			t.Errorf("%s: RBM_1's link %g s; want %g (data %g bytes, middle result and B_1 %g)", c.middle, got, want, data, middle)
+		}
+		if got, want := p.Costs[1].Messages, middle*10/1e9; math.Abs(got-want) > 1e-15 {
+			t.Errorf("%s: RBM_2's messages %g s; want %g (%g bytes in)", c.middle, got, want, middle)
 		}
 	}
 }

@@ -143,3 +143,15 @@ func TestReassemblyLimits(t *testing.T) {
 		t.Errorf("10 seats: %+v; want MaxBytes %d, MaxMessages 20", shared, 10*one.MaxSenderBytes)
 	}
 }
+
+// A precision's size on the wire, which the planner prices links by, is
+// the bytes its encoding takes.
+func TestPrecisionBytesAreTheEncodings(t *testing.T) {
+	for _, p := range []pipeline.Precision{pipeline.Float32, pipeline.Float16, pipeline.Uint8, pipeline.Binary} {
+		for _, n := range []int{0, 1, 7, 8, 9, 784 * 2048} {
+			if got, want := p.Bytes(int64(n)), EncodingOf(p).Bytes(n); got != want {
+				t.Errorf("%s: %d values take %d bytes; its encoding %v takes %d", p, n, got, EncodingOf(p), want)
+			}
+		}
+	}
+}
