@@ -112,8 +112,8 @@ func workerLayout(workers int, cpus float64) *layout {
 }
 
 // workerObserver logs each epoch the workers finished, with its mean loss,
-// and shows it on the monitor, with the losses and replacements of
-// workers.
+// and shows it on the monitor, with every worker's reports and the losses
+// and replacements of workers.
 func workerObserver(rec *recorder, mon *monitor.Run, epochs int, log hclog.Logger) protocol.Observer {
 	last, shown := time.Now(), 0
 	return protocol.Observer{
@@ -133,6 +133,7 @@ func workerObserver(rec *recorder, mon *monitor.Run, epochs int, log hclog.Logge
 			}
 			shown = done
 		}},
+		Reported: mon.FinetuneWorker,
 		Lost: func(_ int, slave string, silent time.Duration) {
 			log.Warn("worker lost; replacing it", "worker", slave, "silent", silent.Round(100*time.Millisecond))
 			mon.Lost(1, slave, silent)

@@ -2,11 +2,14 @@ package dbn
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/pipedbn/pipedbn/monitor"
 )
 
 // workersBody is a small Fashion-MNIST job whose fine-tuning runs
@@ -22,13 +25,15 @@ reliability: {checkpoint_every: 2, lost_after: 1s}
 `
 
 // Data-parallel fine-tuning on local worker processes: result.json gives
-// its plan and a loss per epoch, falling, and the network it kept learned.
+// its plan and a loss per epoch, falling, and the network it kept learned;
+// the monitor shows each worker as it reported at the end.
 func TestFinetuneOnWorkers(t *testing.T) {
 	t.Parallel()
 	out := t.TempDir()
 	// The workers report every second: a second of silence is no loss here.
 	cfg := loadConfig(t, workersBody, "reliability.lost_after=4s")
-	res, err := Run(context.Background(), cfg, Options{OutDir: out, SlaveCommand: []string{slaveBin}})
+	mon := monitor.NewRun(cfg.Name, "greedy", "")
+	res, err := Run(context.Background(), cfg, Options{OutDir: out, SlaveCommand: []string{slaveBin}, Monitor: mon})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +49,19 @@ func TestFinetuneOnWorkers(t *testing.T) {
 	}
 	if len(ft.Recoveries) != 0 {
 		t.Errorf("recoveries %+v in a run nobody disturbed", ft.Recoveries)
+	}
+	// 1080 examples less the validation split: 54 mini-batches an epoch.
+	var rows []string
+	batches := 0
+	for _, w := range mon.Status().Finetuning.Workers {
+		rows = append(rows, fmt.Sprintf("%s %s epoch %d/%d", w.Name, w.State, w.Epoch, w.Epochs))
+		batches += w.Batches
+		if w.Batches == 0 || w.Samples != 20*w.Batches || !(w.Loss > 0) || !(w.BusySeconds > 0) {
+			t.Errorf("worker %+v; want mini-batches of 20 examples, a loss and busy seconds", w)
+		}
+	}
+	if want := "[local-1-r0 done epoch 4/4 local-1-r1 done epoch 4/4]"; fmt.Sprint(rows) != want || batches != 4*54 {
+		t.Errorf("the monitor's workers %v, %d mini-batches in all; want %s, %d", rows, batches, want, 4*54)
 	}
 }
 

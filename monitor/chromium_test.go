@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"image/png"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,8 @@ import (
 	"time"
 
 	"github.com/pipedbn/pipedbn/monitor"
+	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
 // ScreenshotEnv names a PNG file TestChromiumShowsRun writes its laptop
@@ -219,11 +222,67 @@ func TestChromiumShowsFinishedRun(t *testing.T) {
 	if _, ok := fs["f-ft-sync"]; ok {
 		t.Errorf("the page shows an averaging period for one worker, which averages nothing")
 	}
+	if strings.Contains(dom, `id="ft-workers"`) {
+		t.Errorf("the page shows a table of fine-tuning workers for a run the master fine-tuned")
+	}
 	if !strings.Contains(dom, `<section id="finetune">`) || !strings.Contains(dom[strings.Index(dom, `<section id="finetune">`):], `id="ft-plan"`) {
 		t.Errorf("the plan is not in the fine-tuning section")
 	}
 	if e2e := fs["f-end-to-end"]; !regexp.MustCompile(`^[0-9.]+ s$`).MatchString(e2e) {
 		t.Errorf("the end-to-end seconds read %q; want the seconds of %v", e2e, s.EndToEndSeconds)
+	}
+	if t.Failed() {
+		t.Fatalf("the page's console:\n%s\nthe rendered DOM:\n%s", console, dom)
+	}
+}
+
+var (
+	workerRow  = regexp.MustCompile(`<tr class="ft-worker" data-worker="([^"]+)" data-state="([a-z_]+)">(.*?)</tr>`)
+	workerCell = regexp.MustCompile(`<td class="num" data-label="([a-z/ -]+)">([^<]*)</td>`)
+)
+
+// The page of a run fine-tuning on workers, in a headless Chromium, has a
+// table of the workers in its fine-tuning section, a row each by name with
+// its state, epoch, mini-batches, loss and samples/s as /api/status has
+// them and a busy-vs-waiting bar; a lost worker's row stays, marked lost,
+// beside its replacement's.
+func TestChromiumShowsFinetuneWorkers(t *testing.T) {
+	bin := chromium(t)
+	r := monitor.NewRun("ft", "greedy", "")
+	r.FineTuning(4)
+	report := func(name string, batches int, loss float64, state pipeline.State) {
+		r.FinetuneWorker(pipeline.Stats{Index: 1, Worker: name, Epoch: 1, Batches: batches, Rows: 20 * batches,
+			Busy: time.Duration(batches) * 100 * time.Millisecond, WaitInput: time.Second, LastRecon: loss, State: state})
+	}
+	report("local-1-r1", 30, 0.6125, pipeline.Training)
+	report("local-1-r0", 28, 0.5875, pipeline.WaitingAverage)
+	r.Lost(1, "local-1-r1", 4*time.Second)
+	r.Recovered(protocol.Recovery{RBM: 1, Lost: "local-1-r1", Replacement: "spare-1", ResumedAtBatch: 24, LostAtBatch: 30, Redone: 6})
+	report("spare-1", 26, 0.625, pipeline.Training)
+	srv := httptest.NewServer(r.Handler())
+	defer srv.Close()
+
+	out, console := headless(t, bin, srv.URL+"/", "--dump-dom")
+	dom := string(out)
+	section := dom[max(0, strings.Index(dom, `<section id="finetune">`)):]
+	var rows []string
+	for _, m := range workerRow.FindAllStringSubmatch(section, -1) {
+		cells := []string{m[1], m[2]}
+		for _, c := range workerCell.FindAllStringSubmatch(m[3], -1) {
+			cells = append(cells, c[1]+" "+c[2])
+		}
+		if !strings.Contains(m[3], `<div class="bar"`) {
+			cells = append(cells, "no bar")
+		}
+		rows = append(rows, strings.Join(cells, ", "))
+	}
+	want := []string{
+		"local-1-r0, waiting_average, epoch 2 / 4, mini-batches 28, loss 0.5875, samples/s 200",
+		"local-1-r1, lost, epoch 2 / 4, mini-batches 30, loss 0.6125, samples/s 200",
+		"spare-1, training, epoch 2 / 4, mini-batches 26, loss 0.625, samples/s 200",
+	}
+	if !slices.Equal(rows, want) {
+		t.Errorf("the fine-tuning section's worker rows:\n%s\nwant\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
 	}
 	if t.Failed() {
 		t.Fatalf("the page's console:\n%s\nthe rendered DOM:\n%s", console, dom)

@@ -85,6 +85,7 @@ func servedMetrics(t *testing.T) []string {
 	time.Sleep(time.Millisecond) // an ETA needs time to have passed
 	r.Observe(pipeline.Stats{Index: 1, Batches: 3, Rows: 3, Busy: time.Second, Recon: []float64{0.1}, LastRecon: 0.1, Worker: "s1"})
 	r.Checkpointed(1, pipeline.StageState{})
+	r.FinetuneWorker(pipeline.Stats{Index: 1, Batches: 2, Rows: 2, Busy: time.Second, Worker: "local-1-r0"})
 	r.Finetuned(monitor.Finetune{TestAccuracy: 0.5})
 	s := monitor.NewSweep("d", t.TempDir())
 	s.Set(monitor.SweepRun{Index: 1})
@@ -97,8 +98,9 @@ func servedMetrics(t *testing.T) []string {
 		}
 		h.Close()
 	}
-	if !slices.Contains(names, "pipedbn_pretrain_eta_seconds") || !slices.Contains(names, "pipedbn_sweep_runs") {
-		t.Fatalf("served metrics %v; want the ETA and the sweep's too", names)
+	if !slices.Contains(names, "pipedbn_pretrain_eta_seconds") || !slices.Contains(names, "pipedbn_sweep_runs") ||
+		!slices.Contains(names, "pipedbn_finetune_worker_state") {
+		t.Fatalf("served metrics %v; want the ETA, the fine-tuning workers' and the sweep's too", names)
 	}
 	return names
 }

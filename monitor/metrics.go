@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 
@@ -58,10 +59,30 @@ var (
 		"Registrations the master received (a waiting spare registers every second).", nil, nil)
 	descAccuracy = prometheus.NewDesc("pipedbn_finetune_accuracy",
 		"Accuracy of the fine-tuned classifier on the set; absent before fine-tuning ended.", []string{"set"}, nil)
+	descWorkerEpoch = prometheus.NewDesc("pipedbn_finetune_worker_epoch",
+		"Epoch the data-parallel fine-tuning worker is training, 1-based (the last once done).", []string{"worker"}, nil)
+	descWorkerBatches = prometheus.NewDesc("pipedbn_finetune_worker_batches_trained_total",
+		"Mini-batches the data-parallel fine-tuning worker trained (redone ones after a replacement counted again).", []string{"worker"}, nil)
+	descWorkerSamples = prometheus.NewDesc("pipedbn_finetune_worker_samples_trained_total",
+		"Training examples the data-parallel fine-tuning worker trained on.", []string{"worker"}, nil)
+	descWorkerBusy = prometheus.NewDesc("pipedbn_finetune_worker_busy_seconds_total",
+		"Seconds the data-parallel fine-tuning worker spent training.", []string{"worker"}, nil)
+	descWorkerWait = prometheus.NewDesc("pipedbn_finetune_worker_wait_seconds_total",
+		"Seconds the data-parallel fine-tuning worker spent waiting, for its windows or for the workers' average.", []string{"worker"}, nil)
+	descWorkerLoss = prometheus.NewDesc("pipedbn_finetune_worker_loss",
+		"Mean loss of the data-parallel fine-tuning worker's latest window.", []string{"worker"}, nil)
+	descWorkerState = prometheus.NewDesc("pipedbn_finetune_worker_state",
+		"1 for the state the data-parallel fine-tuning worker is in (idle, training, waiting_input, waiting_average, done, failed, lost), 0 for the others.",
+		[]string{"worker", "state"}, nil)
 )
 
 // stateOrder lists the RBM states in the order of pipedbn_rbm_state.
 var stateOrder = []string{"idle", "training", "waiting_input", "waiting_credit", "done", "failed", "lost"}
+
+// workerStateOrder lists the fine-tuning workers' states in the order of
+// pipedbn_finetune_worker_state: the network has no stage above to wait
+// for, but waits for the workers' average.
+var workerStateOrder = []string{"idle", "training", "waiting_input", "waiting_average", "done", "failed", "lost"}
 
 // collector is a Run as a prometheus.Collector: its metrics are computed
 // from the run's state at every scrape.
@@ -71,7 +92,8 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descRunInfo, descRunPhase, descRunStart, descPretrainPhase, descETA, descBatchesPlanned,
 		descBatches, descSamples, descBusy, descWait, descRecon, descEpochRecon, descEpoch, descEpochsDone,
 		descState, descRejected, descCheckpoints, descCheckpointTime, descLost, descRecoveries, descRedone,
-		descRegistrations, descAccuracy} {
+		descRegistrations, descAccuracy, descWorkerEpoch, descWorkerBatches, descWorkerSamples, descWorkerBusy,
+		descWorkerWait, descWorkerLoss, descWorkerState} {
 		ch <- d
 	}
 }
@@ -133,6 +155,29 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descAccuracy, f.TrainAccuracy, "train")
 		gauge(descAccuracy, f.ValidationAccuracy, "validation")
 		gauge(descAccuracy, f.TestAccuracy, "test")
+	}
+	r.collectWorkers(gauge, counter)
+}
+
+// collectWorkers sends the metrics of the data-parallel fine-tuning
+// workers, with gauge and counter.
+func (r *Run) collectWorkers(gauge, counter func(d *prometheus.Desc, v float64, labels ...string)) {
+	epochs := 0
+	if r.finetuning != nil {
+		epochs = r.finetuning.Epochs
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.workers)) {
+		w := r.workers[name]
+		gauge(descWorkerEpoch, float64(epochOf(w.stats, epochs)), name)
+		counter(descWorkerBatches, w.batches, name)
+		counter(descWorkerSamples, w.samples, name)
+		counter(descWorkerBusy, w.busy, name)
+		counter(descWorkerWait, w.wait, name)
+		gauge(descWorkerLoss, w.stats.LastRecon, name)
+		state := stateName(w.stats.State)
+		for _, s := range workerStateOrder {
+			gauge(descWorkerState, oneIf(s == state), name, s)
+		}
 	}
 }
 

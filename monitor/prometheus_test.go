@@ -6,14 +6,19 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pipedbn/pipedbn/monitor"
+	"github.com/pipedbn/pipedbn/pipeline"
 )
 
 // promQuery asks the Prometheus at base for query's instant vector and
@@ -61,14 +66,17 @@ func freePort(t *testing.T) int {
 
 // A real Prometheus (Debian's prometheus, which `make deps` installs)
 // scrapes the master every second during a pipelined run, and its HTTP API
-// has pipedbn_batches_trained_total series that grew; every query of the
-// example Grafana dashboard runs on it.
+// has pipedbn_batches_trained_total series that grew; beside it, the
+// master of a run fine-tuning on two workers, and Prometheus has each
+// worker's samples; every query of the example Grafana dashboard runs on
+// it.
 func TestPrometheusScrapesRun(t *testing.T) {
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		t.Skip("no prometheus binary on PATH: `make deps` installs Debian's prometheus (apt-get install prometheus)")
 	}
 	w, start := startWatched(t, "[256, 256, 128]", 1000)
+	ft := servedWorkers(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "prometheus.yml")
 	target := strings.TrimPrefix(w.url, "http://")
@@ -77,7 +85,9 @@ global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
 scrape_configs:
   - job_name: pipedbn
     static_configs: [{targets: ['%s']}]
-`, target)), 0o644); err != nil {
+  - job_name: pipedbn-finetune
+    static_configs: [{targets: ['%s']}]
+`, target, strings.TrimPrefix(ft, "http://"))), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -164,5 +174,31 @@ scrape_configs:
 		t.Errorf("query pipedbn_batches_trained_total: %v, %v; want series", now, err)
 	}
 	t.Logf("pipedbn_batches_trained_total in prometheus: %v", now)
+	waitFor("the fine-tuning workers' samples", 15*time.Second, func() (bool, string) {
+		vals, err := promQuery(t, base, `sum by (worker) (pipedbn_finetune_worker_samples_trained_total{job="pipedbn-finetune"})`)
+		if err != nil {
+			return false, err.Error()
+		}
+		slices.Sort(vals)
+		got := fmt.Sprint(vals)
+		return got == "[map[worker:local-1-r0]=240 map[worker:local-1-r1]=280]", got
+	})
 	checkDashboardQueries(t, base)
+}
+
+// servedWorkers serves, until the test ends, the state of a run
+// fine-tuning on two workers, local-1-r0 and local-1-r1 (12 and 14
+// mini-batches of 20 examples), and returns its URL. The workers' reports
+// are made by hand: real ones are slave processes, which dbn's tests run.
+func servedWorkers(t *testing.T) string {
+	t.Helper()
+	r := monitor.NewRun("ft", "greedy", "")
+	r.FineTuning(2)
+	for k, batches := range []int{12, 14} {
+		r.FinetuneWorker(pipeline.Stats{Index: 1, Worker: fmt.Sprintf("local-1-r%d", k), Batches: batches, Rows: 20 * batches,
+			Busy: time.Second, LastRecon: 0.5, State: pipeline.Training})
+	}
+	srv := httptest.NewServer(r.Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -219,6 +219,9 @@ type FinetuneProgress struct {
 	History []FinetuneEpoch `json:"history"`
 	// Plan is how fine-tuning is laid out: null until it is planned.
 	Plan *FinetunePlan `json:"plan"`
+	// Workers are the workers of data-parallel fine-tuning, by name, as
+	// they last reported; absent when the master fine-tunes.
+	Workers []FinetuneWorker `json:"workers,omitempty"`
 }
 
 // Run is the live state of one run. Its methods are safe for concurrent
@@ -240,6 +243,7 @@ type Run struct {
 	registrations int
 	recoveries    []RecoveryStatus
 	finetuning    *FinetuneProgress
+	workers       map[string]*ftWorker // of data-parallel fine-tuning
 	finetune      *Finetune
 	plan          string
 	endToEnd      float64
@@ -382,21 +386,27 @@ func (r *Run) Joined(name, host string, cpus int) {
 	r.slaves = append(r.slaves, SlaveStatus{Name: name, Host: host, CPUs: cpus, AtSeconds: r.now().Sub(r.started).Seconds()})
 }
 
-// Lost records that RBM rbm's slave was declared lost.
+// Lost records that RBM rbm's slave was declared lost; while fine-tuning,
+// that the worker slave was.
 func (r *Run) Lost(rbm int, slave string, silent time.Duration) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.phase == FineTuning {
+		r.workerLost(slave) // rbm is the workers' network, not RBM_rbm
+		return
+	}
 	if st := r.rbm(rbm); st != nil {
 		st.lost++
 		st.stats.State = pipeline.Lost
 	}
 }
 
-// Recovered records a replacement resuming a lost slave's RBM. The RBM's
-// next report grows from the checkpoint it resumed from, so that the
+// Recovered records a replacement resuming a lost slave's RBM, or while
+// fine-tuning a lost worker's windows. The RBM's (the worker's) next
+// report grows from the checkpoint it resumed from, so that the
 // mini-batches redone are counted again.
 func (r *Run) Recovered(rec protocol.Recovery) {
 	if r == nil {
@@ -409,6 +419,10 @@ func (r *Run) Recovered(rec protocol.Recovery) {
 		SilentSeconds: rec.Silent.Seconds(), LostAtBatch: rec.LostAtBatch, ResumedAtBatch: rec.ResumedAtBatch,
 		RedoneBatches: rec.Redone,
 	})
+	if r.phase == FineTuning {
+		r.handOver(rec)
+		return
+	}
 	st := r.rbm(rec.RBM)
 	if st == nil {
 		return
@@ -601,7 +615,7 @@ func (r *Run) Status() Status {
 	}
 	if r.finetuning != nil {
 		s.Finetuning = &FinetuneProgress{Epochs: r.finetuning.Epochs, History: append([]FinetuneEpoch{}, r.finetuning.History...),
-			Plan: copyPlan(r.finetuning.Plan)}
+			Plan: copyPlan(r.finetuning.Plan), Workers: r.finetuneWorkers(r.finetuning.Epochs)}
 	}
 	if r.finetune != nil {
 		f := *r.finetune

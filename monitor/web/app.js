@@ -45,7 +45,7 @@ function pct(x) { return (100 * (x || 0)).toFixed(2) + ' %'; }
 
 const STATE_WORDS = {
   idle: 'idle', training: 'training', waiting_input: 'waiting for input', waiting_credit: 'waiting for credit',
-  done: 'done', failed: 'failed', lost: 'lost', replaced: 'replaced',
+  waiting_average: 'waiting for the average', done: 'done', failed: 'failed', lost: 'lost', replaced: 'replaced',
 };
 function badge(state, words) {
   return el('span', { class: 'badge', 'data-state': state }, words || STATE_WORDS[state] || state);
@@ -212,6 +212,7 @@ function finetune(prog, ft) {
     ft ? ['time', dur(ft.seconds)] : null,
   ]));
   if (prog && prog.plan) sec.append(finetunePlan(prog.plan));
+  if (prog && prog.workers && prog.workers.length) sec.append(workerTable(prog.workers));
   if (hist.length) {
     const ep = (f) => hist.map((e) => [e.epoch, e[f]]);
     const acc = [{ name: 'train accuracy', cls: 's2', points: ep('train_accuracy') }];
@@ -240,6 +241,33 @@ function finetunePlan(p) {
     ['CPUs per worker', p.cpus > 0 ? sig(p.cpus) : 'uncapped', 'f-ft-cpus'],
     ['threads per worker', int(p.threads), 'f-ft-threads'],
   ], { id: 'ft-plan', class: 'plan', title: 'how fine-tuning is laid out' });
+}
+
+// workerTable shows the workers of data-parallel fine-tuning, each as it
+// last reported, its busy against waiting time as a bar (the longest
+// worker's time full width, as the RBMs' bars).
+function workerTable(workers) {
+  const maxTime = Math.max(1e-9, ...workers.map((w) => w.busy_seconds + w.wait_seconds));
+  const width = (x) => 'width:' + (100 * x / maxTime).toFixed(2) + '%';
+  const th = (h, num) => el('th', { class: num ? 'num' : null }, h);
+  const td = (label, cls, ...kids) => el('td', { class: cls, 'data-label': label }, ...kids);
+  const rows = workers.map((w) => {
+    const total = w.busy_seconds + w.wait_seconds;
+    return el('tr', { class: 'ft-worker', 'data-worker': w.name, 'data-state': w.state },
+      td('worker', null, w.name), td('state', null, badge(w.state)),
+      td('epoch', 'num', w.epochs ? w.epoch + ' / ' + w.epochs : w.epoch), td('mini-batches', 'num', int(w.batches)),
+      td('loss', 'num', sig(w.loss, 4)), td('samples/s', 'num', int(Math.round(w.samples_per_second))),
+      td('busy vs waiting', 'wide bars',
+        el('div', { class: 'bar', title: `busy ${sig(w.busy_seconds)} s, waiting for windows or the average ${sig(w.wait_seconds)} s` },
+          el('span', { class: 'busy', style: width(w.busy_seconds) }), el('span', { class: 'input', style: width(w.wait_seconds) })),
+        el('div', { class: 'bartext num' }, `busy ${total > 0 ? Math.round(100 * w.busy_seconds / total) : 0} % of ${dur(total)}`)));
+  });
+  return el('div', { id: 'ft-workers' }, el('h2', { style: 'margin-top:14px' }, 'Fine-tuning workers'),
+    el('div', { class: 'scroll' }, el('table', { class: 'grid' },
+      el('thead', {}, el('tr', {}, th('worker'), th('state'), th('epoch', 1), th('mini-batches', 1), th('loss', 1), th('samples/s', 1), th('busy vs waiting'))),
+      el('tbody', {}, rows))),
+    el('div', { class: 'legend' }, el('i', { style: 'background:var(--busy)' }), 'busy',
+      el('i', { style: 'background:var(--input)' }), 'waiting for windows or the average'));
 }
 
 function confusion(ft) {

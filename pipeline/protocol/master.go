@@ -69,8 +69,12 @@ type MasterConfig struct {
 // Observer sees a run's progress. Its functions run inside the master's
 // state machine: keep them quick, and do not call the master from them.
 type Observer struct {
-	// Hooks see every slave's progress, from its status reports.
+	// Hooks see every RBM's progress, from its slaves' status reports:
+	// the replicas of an RBM together, as one.
 	Hooks pipeline.Hooks
+	// Reported sees every status report of every slave as that slave's
+	// own statistics (Worker: its name): a replica apart from the others.
+	Reported func(pipeline.Stats)
 	// Joined sees every slave that registers.
 	Joined func(name, host string, cpus int)
 	// Lost sees each slave declared lost.
@@ -470,6 +474,9 @@ func (m *Master) status(s *seat, msg *messages.Status) {
 		m.send(s.slave, m.assignment(s)) // a relink lost on the way
 	}
 	m.sawStatus(s, msg)
+	if f := m.cfg.Observer.Reported; f != nil {
+		f(m.slaveStats(i, s.slave, msg))
+	}
 	stats, epochs := m.progress(i)
 	h := m.cfg.Observer.Hooks
 	if h.Window != nil {

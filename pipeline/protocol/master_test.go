@@ -28,6 +28,7 @@ type masterRig struct {
 	recovered    []Recovery
 	windows      []pipeline.Stats
 	epochs       []pipeline.Stats
+	reported     []pipeline.Stats
 	checkpointed []string // "rbm windows"
 }
 
@@ -45,6 +46,7 @@ func newMasterRig(t *testing.T, l, epochs, c int, edit func(*MasterConfig)) *mas
 				Window: func(s pipeline.Stats) { r.windows = append(r.windows, s) },
 				Epoch:  func(s pipeline.Stats) { r.epochs = append(r.epochs, s) },
 			},
+			Reported: func(s pipeline.Stats) { r.reported = append(r.reported, s) },
 			Joined: func(name, host string, cpus int) {
 				r.joined = append(r.joined, fmt.Sprintf("%s@%s/%d", name, host, cpus))
 			},
@@ -1399,6 +1401,33 @@ func TestReplicasProgressAsOneRBM(t *testing.T) {
 	report("a", per, messages.StateTraining, 0.5)
 	if len(r.epochs) != 1 {
 		t.Errorf("%d epochs announced after a's next report; want still 1", len(r.epochs))
+	}
+}
+
+// TestReplicasReportApart: the Observer's Reported sees each replica's
+// report as that slave's own statistics, where Hooks see the RBM.
+func TestReplicasReportApart(t *testing.T) {
+	t.Parallel()
+	r := newReplicaRig(t)
+	st := r.status(2, "b", 3)
+	st.Replica, st.Epoch, st.State = 1, 1, messages.StateWaitingAverage
+	st.ReconError, st.ReconErrors, st.BusySeconds, st.WaitSeconds = 0.25, []float64{0.5}, 1.5, 0.5
+	r.recv("b", st)
+	r.recv("a", r.status(2, "a", 2))
+	if len(r.reported) != 2 {
+		t.Fatalf("Reported saw %d reports; want 2: %+v", len(r.reported), r.reported)
+	}
+	batch := r.stage(2).BatchSize
+	want := pipeline.Stats{Index: 2, Epoch: 1, Batches: 3, Rows: 3 * batch, Recon: []float64{0.5}, LastRecon: 0.25,
+		Busy: sec(1.5), WaitInput: sec(0.5), State: pipeline.WaitingAverage, Worker: "b"}
+	if got := r.reported[0]; !reflect.DeepEqual(got, want) {
+		t.Errorf("Reported(b's report) = %+v; want %+v", got, want)
+	}
+	if got := r.reported[1]; got.Worker != "a" || got.Batches != 2 || got.Rows != 2*batch || got.State != pipeline.Training {
+		t.Errorf("Reported(a's report) = %+v; want a's 2 mini-batches, training", got)
+	}
+	if w := r.windows[len(r.windows)-1]; w.Worker != "a+b" || w.Batches != 5 {
+		t.Errorf("Window hook after both = %+v; want the RBM on a+b, 5 mini-batches", w)
 	}
 }
 

@@ -158,3 +158,14 @@ func (m *Master) progress(i int) (pipeline.Stats, int) {
 	}
 	return stats, max(epochs, 0)
 }
+
+// slaveStats is slave's report msg on RBM i as that slave's statistics
+// alone, where progress joins the RBM's replicas; a slave reports its
+// waits together, as waits for input.
+func (m *Master) slaveStats(i int, slave string, msg *messages.Status) pipeline.Stats {
+	return pipeline.Stats{
+		Index: i, Epoch: msg.Epoch, Batches: msg.Batches, Rows: msg.Batches * m.cfg.Stages[i-1].BatchSize,
+		Recon: msg.ReconErrors, LastRecon: msg.ReconError, Busy: Seconds(msg.BusySeconds), WaitInput: Seconds(msg.WaitSeconds),
+		State: LocalState(msg.State), Worker: slave, Rejected: msg.Rejected.Total(),
+	}
+}
