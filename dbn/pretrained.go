@@ -10,11 +10,11 @@ import (
 	"github.com/pipedbn/pipedbn/rbm"
 )
 
-// loadPretrained reads the RBMs of pretrain.weights, the weights.npz of an
-// earlier run, instead of training them. Their sizes must be the DBN's;
-// an error names the key, the file and what differs.
-func loadPretrained(cfg *config.Config) (*trained, error) {
-	path := cfg.Pretrain.Weights
+// loadPretrained reads the RBMs of path, the weights.npz of an earlier run
+// (pretrain.weights) or of this run's pre-training, instead of training
+// them. Their sizes must be the DBN's; an error names the key, the file
+// and what differs.
+func loadPretrained(cfg *config.Config, path string) (*trained, error) {
 	arrays, err := data.ReadNPZFloats(path)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain.weights = %q: %w", path, err)

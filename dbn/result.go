@@ -49,9 +49,12 @@ type Result struct {
 	// CheckpointEvery is reliability.checkpoint_every (C) of a pipelined
 	// run over NATS; Resumed says the run resumed an interrupted one;
 	// Recoveries lists the slaves lost and replaced during the run.
-	CheckpointEvery int                 `json:"checkpoint_every,omitempty"`
-	Resumed         bool                `json:"resumed,omitempty"`
-	Recoveries      []protocol.Recovery `json:"recoveries,omitempty"`
+	CheckpointEvery int  `json:"checkpoint_every,omitempty"`
+	Resumed         bool `json:"resumed,omitempty"`
+	// FinetuneRestarts counts the times the master, interrupted while it
+	// fine-tuned, started fine-tuning the pre-trained network again.
+	FinetuneRestarts int                 `json:"finetune_restarts,omitempty"`
+	Recoveries       []protocol.Recovery `json:"recoveries,omitempty"`
 	// MasterRejected counts, by reason, the messages the master dropped:
 	// unreadable, reports of another run or an earlier incarnation, or
 	// registrations under a name not their sender's (foreign); absent when

@@ -21,7 +21,8 @@ import (
 
 // RunStateFile, in a run's output folder, records the pipelined run under
 // way there, so that `master run` with the same config and output resumes
-// it after an interruption.
+// it after an interruption: its pre-training from the checkpoints, or,
+// once that is done, its fine-tuning from the start.
 const RunStateFile = "run-state.json"
 
 // runState is what RunStateFile holds.
@@ -29,7 +30,7 @@ type runState struct {
 	RunID      string `json:"run_id"`
 	ConfigHash string `json:"config_hash"`
 	// State is "pretraining" until the pre-trained weights are collected,
-	// then "pretrained".
+	// then "pretrained", and "done" once the run wrote its results.
 	State   string `json:"state"`
 	Started string `json:"started"`
 
@@ -88,6 +89,43 @@ func (s *runState) write() error {
 // finish records that the run's pre-training is complete.
 func (s *runState) finish() error {
 	s.State = "pretrained"
+	return s.write()
+}
+
+// finishedPretraining returns the result of the pre-training that an
+// interrupted run of cfg in out finished, nil if there is none: its run
+// state says "pretrained" for the same config, and result.json holds no
+// fine-tuning yet beside a weights.npz.
+func finishedPretraining(out string, cfg *config.Config, log hclog.Logger) *Result {
+	if cfg.Finetune.Epochs == 0 {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(out, RunStateFile))
+	var s runState
+	if err != nil || json.Unmarshal(b, &s) != nil || s.State != "pretrained" || s.ConfigHash != configHash(cfg) {
+		return nil
+	}
+	res, err := ReadResult(filepath.Join(out, ResultFile))
+	if _, werr := os.Stat(filepath.Join(out, WeightsFile)); err != nil || werr != nil || res.Finetune != nil {
+		log.Warn("the output folder's run finished pre-training, but its results are missing or complete; starting a new run", "dir", out)
+		return nil
+	}
+	return res
+}
+
+// runDone records in out's run state, if there is one, that the run wrote
+// its results: the same command then starts a new run.
+func runDone(out string) error {
+	path := filepath.Join(out, RunStateFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	var s runState
+	if err != nil || json.Unmarshal(b, &s) != nil {
+		return nil // openRunState warns of it next time
+	}
+	s.State, s.path = "done", path
 	return s.write()
 }
 

@@ -207,6 +207,9 @@ func Run(ctx context.Context, cfg *config.Config, opt Options) (res *Result, err
 			return nil, err
 		}
 	}
+	if err := runDone(out); err != nil {
+		return nil, err
+	}
 	log.Info("results written", "dir", out)
 	return res, nil
 }
@@ -276,8 +279,20 @@ func newResult(cfg *config.Config, d *runData) *Result {
 // pretrainOrLoad pre-trains the stages on train and records what it gave
 // in res, or, with pretrain.weights, reads the RBMs from there.
 func pretrainOrLoad(ctx context.Context, cfg *config.Config, opt Options, out string, train *data.Set, stageCfgs []pipeline.StageConfig, res *Result) (*trained, error) {
+	if prev := finishedPretraining(out, cfg, opt.Logger); prev != nil {
+		// The master was interrupted while it fine-tuned: keep what its
+		// pre-training gave, and fine-tune its network again.
+		t, err := loadPretrained(cfg, filepath.Join(out, WeightsFile))
+		if err != nil {
+			return nil, err
+		}
+		*res = *prev
+		res.FinetuneRestarts++
+		opt.Logger.Info("this output folder holds the run's finished pre-training; fine-tuning it again", "run_state", filepath.Join(out, RunStateFile), "restarts", res.FinetuneRestarts)
+		return t, nil
+	}
 	if cfg.Pretrain.Weights != "" {
-		t, err := loadPretrained(cfg)
+		t, err := loadPretrained(cfg, cfg.Pretrain.Weights)
 		if err != nil {
 			return nil, err
 		}
