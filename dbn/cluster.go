@@ -51,7 +51,9 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	if err != nil {
 		return nil, err
 	}
-	lay, err := layOutLocalSlaves(cfg, opt, stageCfgs, train.N)
+	// The data windows travel as narrow as their values allow.
+	exact := pipeline.ExactPrecision(train.X)
+	lay, err := layOutLocalSlaves(cfg, opt, stageCfgs, train.N, exact)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +83,7 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 	rec := &recorder{monitor: opt.Monitor}
 	plan := driver.Plan{
 		MasterConfig: protocol.MasterConfig{
-			Run: protocol.Run{ID: state.RunID}, Stages: stageCfgs, Data: train.X, N: train.N, ShuffleSeed: shuffleSeed,
+			Run: protocol.Run{ID: state.RunID}, Stages: stageCfgs, Data: train.X, N: train.N, ShuffleSeed: shuffleSeed, DataPrecision: exact,
 			Credits: cfg.Cluster.Credits, CheckpointEvery: cfg.Reliability.CheckpointEvery,
 			Timing:   protocol.Timing{JoinTimeout: cfg.Cluster.JoinTimeout, LostAfter: cfg.Reliability.LostAfter},
 			Observer: rec.observer(prog, saver, log),
@@ -124,11 +126,11 @@ func pretrainNATS(ctx context.Context, cfg *config.Config, opt Options, out stri
 
 // layOutLocalSlaves lays out the local slaves of a run with cluster.slaves 0 and
 // says the plan; nil for slaves started by hand.
-func layOutLocalSlaves(cfg *config.Config, opt Options, stageCfgs []pipeline.StageConfig, rows int) (*layout, error) {
+func layOutLocalSlaves(cfg *config.Config, opt Options, stageCfgs []pipeline.StageConfig, rows int, exact pipeline.Precision) (*layout, error) {
 	if cfg.Cluster.Slaves != 0 {
 		return nil, nil
 	}
-	lay, err := layoutLocal(cfg, stageCfgs, rows)
+	lay, err := layoutLocal(cfg, stageCfgs, rows, exact)
 	if err != nil {
 		return nil, err
 	}

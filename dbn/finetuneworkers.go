@@ -54,7 +54,7 @@ func finetuneOnWorkers(ctx context.Context, cfg *config.Config, opt Options, out
 	plan := driver.Plan{
 		MasterConfig: protocol.MasterConfig{
 			Run: protocol.Run{ID: runID(cfg.Name + "-finetune")}, Stages: []pipeline.StageConfig{stage},
-			Data: fit.X, N: fit.N, Labels: fit.Labels, ShuffleSeed: seed ^ 0x5eed,
+			Data: fit.X, N: fit.N, Labels: fit.Labels, ShuffleSeed: seed ^ 0x5eed, DataPrecision: pipeline.ExactPrecision(fit.X),
 			Credits: cfg.Cluster.Credits, CheckpointEvery: cfg.Reliability.CheckpointEvery,
 			Timing:   protocol.Timing{JoinTimeout: cfg.Cluster.JoinTimeout, LostAfter: cfg.Reliability.LostAfter},
 			Observer: workerObserver(rec, opt.Monitor, f.Epochs, log),

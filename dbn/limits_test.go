@@ -10,6 +10,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/internal/heapprobe"
 	"github.com/pipedbn/pipedbn/internal/memlimit"
+	"github.com/pipedbn/pipedbn/pipeline"
 )
 
 // TestEstimateBoundsMeasuredRun runs whole experiments whose weights
@@ -271,7 +272,7 @@ func TestCheckSlaves(t *testing.T) {
 			// Before the data, and before the plan allocates by the count.
 			oneLine(t, CheckLimits(cfg, nil), tc.want)
 			if cfg.Cluster.Slaves == 0 {
-				_, err := layoutLocal(cfg, StageConfigs(cfg), 256)
+				_, err := layoutLocal(cfg, StageConfigs(cfg), 256, pipeline.Float32)
 				oneLine(t, err, tc.want)
 			}
 		})

@@ -25,7 +25,7 @@ func pretrainMemory(ctx context.Context, cfg *config.Config, opt Options, out st
 	saver := newSaver(out, stageCfgs, opt.Logger)
 	mc := protocol.MasterConfig{
 		Run:    protocol.Run{ID: runID(cfg.Name)},
-		Stages: stageCfgs, Data: train.X, N: train.N, ShuffleSeed: shuffleSeed,
+		Stages: stageCfgs, Data: train.X, N: train.N, ShuffleSeed: shuffleSeed, DataPrecision: pipeline.ExactPrecision(train.X),
 		Credits: cfg.Cluster.Credits, CheckpointEvery: rel.CheckpointEvery,
 		Observer: protocol.Observer{Hooks: prog.hooks(), Checkpointed: prog.checkpointed(saver.checkpointed),
 			Joined: opt.Monitor.Joined, Lost: opt.Monitor.Lost, Recovered: opt.Monitor.Recovered,

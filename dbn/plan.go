@@ -83,11 +83,11 @@ const (
 const calibration = 300 * time.Millisecond
 
 // layoutLocal plans the local slaves of cfg's pipelined run of stages on
-// examples rows of data: the machines are the local slave processes, each
+// examples rows of data, exact in precision exact: the machines are the local slave processes, each
 // of cluster.cpus_per_worker CPUs, or sharing this box's CPUs (or the
 // colocated cap) equally; their speed is the master's, measured on one
 // thread; auto searches stage groups only (no replicas yet).
-func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int) (*layout, error) {
+func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int, exact pipeline.Precision) (*layout, error) {
 	// The counts below size allocations: refuse what the checks before
 	// the data refuse, should a caller have skipped them.
 	if err := checkSlaves(cfg); err != nil {
@@ -102,6 +102,7 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 	lay := &layout{}
 	machineCPUs := lay.sizeMachines(cl, localProcesses(cl, len(stages), explicit, capped), capped)
 	job := localJob(cl, stages, examples)
+	job.Data = exact
 	lay.speed = measureSpeed()
 	pc := plan.Cluster{Network: plan.Network{Latency: localLatency}, ByteWork: localByteWork}
 	cpusOf := map[string]float64{}
@@ -500,7 +501,7 @@ func PlanLocal(cfg *config.Config) (*PlanResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	lay, err := layoutLocal(cfg, Stages(cfg, train.N), train.N)
+	lay, err := layoutLocal(cfg, Stages(cfg, train.N), train.N, pipeline.ExactPrecision(train.X))
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/plan"
 )
 
@@ -32,7 +33,7 @@ dbn: {layers: [784, 500, 500, 2000]}
 cluster: {machine_cpus: [0.5, 0.25, 0.5, 0.5], max_replicas: 4, replica_tolerance: 0.1}
 `)
 	const examples = 6000
-	lay, err := layoutLocal(cfg, Stages(cfg, examples), examples)
+	lay, err := layoutLocal(cfg, Stages(cfg, examples), examples, pipeline.Float32)
 	if err != nil {
 		t.Fatal(err)
 	}

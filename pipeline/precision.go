@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/pipedbn/pipedbn/internal/narrow"
@@ -81,6 +82,38 @@ func (p Precision) Bytes(n int64) int64 {
 		return n/8 + min(n%8, 1)
 	}
 	return sat.Mul(4, n)
+}
+
+// ExactPrecision returns the narrowest precision every value of x is exact
+// in: Binary if each is 0 or 1, Uint8 if each is a multiple of 1/255 in
+// [0, 1] as the data package scales a pixel, Float16, or else Float32. Data
+// windows travel at it and lose nothing.
+func ExactPrecision(x []float32) Precision {
+	isHalf := func(v float32) bool {
+		return math.Float32bits(narrow.FromFloat16(narrow.Float16(v))) == math.Float32bits(v)
+	}
+	binary, bytes := true, true
+	for i, v := range x {
+		b := math.Float32bits(v)
+		binary = binary && (b == 0 || b == 0x3f800000)
+		if bytes && math.Float32bits(narrow.FromUint8(narrow.Uint8(v))) != b {
+			// The values before were bytes: are they halves too?
+			bytes = false
+			if slices.ContainsFunc(x[:i], func(v float32) bool { return !isHalf(v) }) {
+				return Float32
+			}
+		}
+		if !bytes && !isHalf(v) {
+			return Float32
+		}
+	}
+	switch {
+	case binary:
+		return Binary
+	case bytes:
+		return Uint8
+	}
+	return Float16
 }
 
 // WireBytes returns the bytes a window of rows rows of width values at p

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"math"
 	"slices"
 	"testing"
@@ -159,4 +160,44 @@ func TestPrecisionText(t *testing.T) {
 	if got := Precision(9).String(); got != "Precision(9)" {
 		t.Errorf("Precision(9).String() = %q", got)
 	}
+}
+
+// ExactPrecision finds the narrowest precision that holds every value: bits
+// for 0 and 1, bytes for pixels scaled as the data package does, halves,
+// else float32; a Source's windows say it.
+func TestExactPrecision(t *testing.T) {
+	pixels := make([]float32, 256)
+	for i := range pixels {
+		pixels[i] = float32(i) / 255
+	}
+	for _, tc := range []struct {
+		x    []float32
+		want Precision
+	}{
+		{[]float32{0, 1, 1, 0}, Binary},
+		{nil, Binary},
+		{pixels, Uint8},
+		{append([]float32{0.5}, pixels...), Float32},
+		{[]float32{0, 1, 0.5, 0.25}, Float16},
+		{[]float32{1, 0.25, -2, 1024}, Float16},
+		{[]float32{0, 1, float32(math.Copysign(0, -1))}, Float16},
+		{[]float32{0, 1, 0.1}, Float32},
+		{append(pixels, float32(math.Copysign(0, -1))), Float32},
+		{append(pixels, float32(math.NaN())), Float32},
+	} {
+		if got := ExactPrecision(tc.x); got != tc.want {
+			t.Errorf("ExactPrecision(%v...) = %v; want %v", tc.x[:min(len(tc.x), 3)], got, tc.want)
+		}
+	}
+	src := NewSource(pixels, 64, 4, 2, 3, 1).WithPrecision(Uint8)
+	w, _ := src.Next(1)
+	if w.Precision != Uint8 || src.Again(0).Precision != Uint8 {
+		t.Errorf("a source WithPrecision(Uint8) deals windows of precision %v, again %v", w.Precision, src.Again(0).Precision)
+	}
+	src.Epoch(context.Background(), 0, func(w *Window) error {
+		if w.Precision != Uint8 {
+			t.Errorf("Epoch's window: precision %v; want uint8", w.Precision)
+		}
+		return nil
+	})
 }

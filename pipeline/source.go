@@ -12,6 +12,7 @@ import (
 type Source struct {
 	x            []float32
 	labels       []uint8 // nil: windows without labels
+	exact        Precision
 	n, dim       int
 	batchSize, k int
 	pcg          *rand.PCG
@@ -49,6 +50,14 @@ func (s *Source) WithLabels(y []uint8) *Source {
 	return s
 }
 
+// WithPrecision makes s's windows say that their values are exact in p
+// (Window.Precision): a link carries them at p. p must be one every value
+// of x is exact in (ExactPrecision). It returns s.
+func (s *Source) WithPrecision(p Precision) *Source {
+	s.exact = p
+	return s
+}
+
 // BatchesPerEpoch is the number of mini-batches in one epoch: the last one
 // may be short.
 func BatchesPerEpoch(n, batchSize int) int { return (n + batchSize - 1) / batchSize }
@@ -67,7 +76,7 @@ func (s *Source) Epoch(ctx context.Context, e int, fn func(*Window) error) error
 			return err
 		}
 		w := &s.win
-		w.Epoch, w.Seq, w.Bias = e, s.seq, nil
+		w.Epoch, w.Seq, w.Bias, w.Precision = e, s.seq, nil, s.exact
 		w.Rows, w.X, w.Labels = w.Rows[:0], w.X[:0], w.Labels[:0]
 		for b := 0; b < s.k && start < s.n; b++ {
 			rows := min(s.batchSize, s.n-start)
@@ -152,7 +161,7 @@ func shuffle(rng *rand.Rand, perm []int) {
 // most K mini-batches.
 func (s *Source) cut(perm []int, e, seq, row int) *Window {
 	rows := min(WindowRows(s.k, s.batchSize, s.n), s.n-row)
-	w := &Window{Epoch: e, Seq: seq, X: make([]float32, 0, rows*s.dim)}
+	w := &Window{Epoch: e, Seq: seq, X: make([]float32, 0, rows*s.dim), Precision: s.exact}
 	for b := 0; b < s.k && row < s.n; b++ {
 		r := min(s.batchSize, s.n-row)
 		for _, i := range perm[row : row+r] {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/data"
 	"github.com/pipedbn/pipedbn/finetune"
+	"github.com/pipedbn/pipedbn/internal/narrow"
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 	"github.com/pipedbn/pipedbn/rbm"
@@ -71,6 +72,10 @@ func settle(stages []pipeline.StageConfig, windows, start int) {
 // schedule).
 func tinyReplicas() (protocol.MasterConfig, []string) {
 	cfg, _ := tiny(2)
+	// Pixels, as the data package scales them: the data windows travel
+	// as bytes.
+	cfg.Data = quantized(cfg.Data, narrowUint8)
+	cfg.DataPrecision = pipeline.ExactPrecision(cfg.Data)
 	settle(cfg.Stages, 0, 10)
 	cfg.Replicas, cfg.SyncEvery = []int{2, 1, 3}, 2
 	var slaves []string
@@ -341,6 +346,55 @@ func TestNarrowLinksMatchInProcess(t *testing.T) {
 		}
 		matchesInProcess(t, fmt.Sprintf("%v %v: ", tc.p, tc.middle), cfg, slaves)
 		runSchedules(t, "TestNarrowLinksMatchInProcess", cfg, slaves, 1, 0, 10, false)
+	}
+}
+
+// Ways to make data exact in a narrow precision.
+var (
+	narrowUint8 = func(v float32) float32 { return narrow.FromUint8(narrow.Uint8(v)) }
+	narrowBits  = func(v float32) float32 { return float32(narrow.Bit(v)) }
+)
+
+// quantized returns a copy of x with f applied to every value.
+func quantized(x []float32, f func(float32) float32) []float32 {
+	out := make([]float32, len(x))
+	for i, v := range x {
+		out[i] = f(v)
+	}
+	return out
+}
+
+// TestNarrowDataMatchesInProcess checks data windows sent at the narrow
+// precision their values are exact in (bytes, bits): the weights of the
+// in-process schedule, bit for bit, through fault schedules too, and RBM_1
+// receives fewer bytes: of these tiny windows' messages, the values are
+// half the bytes at float32 (so bytes save more than 2 times, bits 4).
+func TestNarrowDataMatchesInProcess(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		f     func(float32) float32
+		want  pipeline.Precision
+		ratio float64
+	}{{"uint8", narrowUint8, pipeline.Uint8, 2}, {"bits", narrowBits, pipeline.Binary, 4}} {
+		cfg, slaves := tiny(2)
+		cfg.Data = quantized(cfg.Data, tc.f)
+		if p := pipeline.ExactPrecision(cfg.Data); p != tc.want {
+			t.Fatalf("%s: ExactPrecision = %v; want %v", tc.name, p, tc.want)
+		}
+		wide, _, _, err := simulate(cfg, slaves, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.DataPrecision = tc.want
+		matchesInProcess(t, tc.name+" data: ", cfg, slaves)
+		narrow, _, _, err := simulate(cfg, slaves, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := float64(wide[0].BytesIn) / float64(narrow[0].BytesIn); r <= tc.ratio {
+			t.Errorf("%s data: RBM_1 received %d bytes, %d at float32: %.2f times fewer; want more than %v", tc.name, narrow[0].BytesIn, wide[0].BytesIn, r, tc.ratio)
+		}
+		runSchedules(t, "TestNarrowDataMatchesInProcess", cfg, slaves, 1, 0, 10, false)
 	}
 }
 

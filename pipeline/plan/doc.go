@@ -42,8 +42,8 @@
 //	link     = max(in, out) / bandwidth / r
 //	window   = max(compute + messages + sync, link)
 //
-// where in is the data window (4·rows·L_0 bytes of float32) for the group
-// of RBM_1 and otherwise the middle result at Job.Middle's bytes a value
+// where in is the data window (rows·L_0 values at Job.Data's bytes a value)
+// for the group of RBM_1 and otherwise the middle result at Job.Middle's bytes a value
 // and B_{i-1} in float32 (pipeline.WireBytes: rows·L_{i-1}·size +
 // 4·L_{i-1}), out likewise for RBM_j (none for the top RBM); P is the group's parameters W, A, B in
 // float32, averaged through the master (pipeline/protocol: each replica

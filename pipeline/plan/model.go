@@ -112,9 +112,10 @@ type Job struct {
 	// on the shape and the machine (measured in docs/results.md, "Stage
 	// replicas", and experiments/results/machines8/).
 	StepRows []float64
-	// Middle is what the middle results travel as
+	// Data is what the data windows travel as (pipeline.ExactPrecision of
+	// the data), Middle what the middle results do
 	// (pipeline.StageConfig.OutPrecision); the zero value, float32.
-	Middle pipeline.Precision
+	Data, Middle pipeline.Precision
 }
 
 // Validate reports every problem of j at once, each as "key = value: reason".
@@ -176,11 +177,11 @@ func (j Job) stepRows(i int) float64 {
 }
 
 // inBytes is the size on the wire of a window RBM_{i+1} (0-based i)
-// receives (pipeline.WireBytes): a data window of float32 for RBM_1, else
+// receives (pipeline.WireBytes): a data window at j.Data for RBM_1, else
 // RBM_i's middle result at j.Middle and B_i.
 func (j Job) inBytes(i int) float64 {
 	if i == 0 {
-		return float64(pipeline.WireBytes(j.BatchSize*j.K, j.Layers[0], false, pipeline.Float32))
+		return float64(pipeline.WireBytes(j.BatchSize*j.K, j.Layers[0], false, j.Data))
 	}
 	return float64(pipeline.WireBytes(j.BatchSize*j.K, j.Layers[i], true, j.Middle))
 }

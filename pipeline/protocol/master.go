@@ -46,6 +46,10 @@ type MasterConfig struct {
 	Data        []float32
 	N           int
 	ShuffleSeed uint64
+	// DataPrecision is a precision every value of Data is exact in
+	// (pipeline.ExactPrecision): the data windows travel at it. The zero
+	// value, float32, is right for any data.
+	DataPrecision pipeline.Precision
 	// Labels, for a supervised stage (the network of data-parallel
 	// fine-tuning), holds the class of each of the N rows: the data
 	// windows carry them. Nil otherwise.
@@ -515,7 +519,7 @@ func (m *Master) maybeRun(now time.Duration) {
 		}
 	}
 	c := m.cfg.Stages[0]
-	m.src = pipeline.NewSource(m.cfg.Data, m.cfg.N, c.Visible, c.BatchSize, c.K, m.cfg.ShuffleSeed)
+	m.src = pipeline.NewSource(m.cfg.Data, m.cfg.N, c.Visible, c.BatchSize, c.K, m.cfg.ShuffleSeed).WithPrecision(m.cfg.DataPrecision)
 	if m.cfg.Labels != nil {
 		m.src.WithLabels(m.cfg.Labels)
 	}
