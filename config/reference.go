@@ -109,7 +109,7 @@ var keyDocs = map[string]keyDoc{
 		"`uint8` (the nearest multiple of 1/255, 1 byte). With `pretrain.middle: samples` the states, 0 or 1, travel as " +
 		"bits whatever it says. Every transport trains on the rounded values, so runs over NATS and in memory stay " +
 		"identical; B_i travels as float32, and the master's data windows as narrow as their values are exact in (bytes for " +
-			"pixels scaled to [0, 1], bits for binary data, float32 for other data), whatever this key says. `uint8` left every RBM's final reconstruction " +
+		"pixels scaled to [0, 1], bits for binary data, float32 for other data), whatever this key says. `uint8` left every RBM's final reconstruction " +
 		"error within 1% of `float32`'s on the quickstart DBN and on four 784-unit RBMs, with windows a quarter the " +
 		"size (`experiments/results/wire_precision/`). Greedy pre-training ignores it."},
 	"pretrain.l_copy": {text: "When RBM_i+1's L_i-copy, its visible layer, takes the hidden biases B_i that a window of " +
