@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/pipedbn/pipedbn/config"
 	"github.com/pipedbn/pipedbn/data"
 	"github.com/pipedbn/pipedbn/rbm"
@@ -14,7 +16,7 @@ import (
 // (pretrain.weights) or of this run's pre-training, instead of training
 // them. Their sizes must be the DBN's; an error names the key, the file
 // and what differs.
-func loadPretrained(cfg *config.Config, path string) (*trained, error) {
+func loadPretrained(cfg *config.Config, path string, log hclog.Logger) (*trained, error) {
 	arrays, err := data.ReadNPZFloats(path)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain.weights = %q: %w", path, err)
@@ -45,8 +47,11 @@ func loadPretrained(cfg *config.Config, path string) (*trained, error) {
 			return nil, fmt.Errorf("pretrain.weights = %q: %s holds %d values: want %d, RBM_%d's visible units", path, name, len(a.Values), l.In, i+1)
 		case i > 0:
 			// Files of earlier releases keep a1 only: the L_i-copy's rule
-			// gives the others.
+			// gives the others, which fine-tuning does not use.
 			r.A = slices.Clone(layers[i-1].B)
+			if i == 1 {
+				log.Warn("the file holds no visible biases but a1 (an earlier release wrote it): the upper RBMs' final reconstruction errors are measured with the hidden biases of the RBM below in their place", "pretrain.weights", path)
+			}
 		default:
 			r.A = make([]float32, l.In)
 		}

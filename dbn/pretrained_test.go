@@ -40,6 +40,11 @@ finetune: {epochs: 2, batch_size: 20, validation: 0}
 		t.Errorf("result: pretrained_from %q, pretrain_seconds %v, rbms %+v; want %q, 0, two rows and no batches trained",
 			again.PretrainedFrom, again.PretrainSeconds, again.RBMs, saved)
 	}
+	var summary strings.Builder
+	PrintSummary(&summary, again)
+	if !strings.Contains(summary.String(), "read from "+saved+", not pre-trained") {
+		t.Errorf("summary:\n%s\nwant it to say where the RBMs were read from", summary.String())
+	}
 	for i := range res.RBMs {
 		if again.RBMs[i].FinalReconError != res.RBMs[i].FinalReconError {
 			t.Errorf("rbm %d: final recon error %v; want the first run's %v", i+1, again.RBMs[i].FinalReconError, res.RBMs[i].FinalReconError)

@@ -282,7 +282,7 @@ func pretrainOrLoad(ctx context.Context, cfg *config.Config, opt Options, out st
 	if prev := finishedPretraining(out, cfg, opt.Logger); prev != nil {
 		// The master was interrupted while it fine-tuned: keep what its
 		// pre-training gave, and fine-tune its network again.
-		t, err := loadPretrained(cfg, filepath.Join(out, WeightsFile))
+		t, err := loadPretrained(cfg, filepath.Join(out, WeightsFile), opt.Logger)
 		if err != nil {
 			return nil, err
 		}
@@ -292,7 +292,7 @@ func pretrainOrLoad(ctx context.Context, cfg *config.Config, opt Options, out st
 		return t, nil
 	}
 	if cfg.Pretrain.Weights != "" {
-		t, err := loadPretrained(cfg, cfg.Pretrain.Weights)
+		t, err := loadPretrained(cfg, cfg.Pretrain.Weights, opt.Logger)
 		if err != nil {
 			return nil, err
 		}

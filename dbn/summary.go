@@ -12,7 +12,11 @@ import (
 
 // PrintSummary writes a short table of a finished run.
 func PrintSummary(w io.Writer, r *Result) {
-	fmt.Fprintf(w, "\n%s: %s pre-training of %v in %.1f s (%s)\n", r.Name, r.Mode, r.Layers, r.PretrainSeconds, r.BLAS)
+	if r.PretrainedFrom != "" {
+		fmt.Fprintf(w, "\n%s: the RBMs of %v read from %s, not pre-trained (%s)\n", r.Name, r.Layers, r.PretrainedFrom, r.BLAS)
+	} else {
+		fmt.Fprintf(w, "\n%s: %s pre-training of %v in %.1f s (%s)\n", r.Name, r.Mode, r.Layers, r.PretrainSeconds, r.BLAS)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "RBM\tsize\tworker\tbatches\trecon first\trecon last\trecon final input\tbusy s\twait s\t")
 	for _, b := range r.RBMs {
