@@ -123,7 +123,7 @@ finetune: {epochs: 2000, batch_size: 16, validation: 0}
 	}
 	out := filepath.Join(dir, "out")
 	cmd := exec.Command(masterBin, "run", "--config", cfg, "--out", out)
-	var stderr bytes.Buffer
+	var stderr syncBuffer // read while the master writes it
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
