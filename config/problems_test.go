@@ -265,6 +265,9 @@ func TestFinetuneWorkersProblems(t *testing.T) {
 	checkProblems(t, loadProblems(t, "finetune: {workers: 4, epochs: 2, warmup_epochs: 3, patience: 2}\n"),
 		"finetune.warmup_epochs = 3: must be a number of epochs in [0, finetune.epochs = 2]",
 		"finetune.patience = 2: must be 0 with finetune.workers = 4: the workers' network is the last average, with no per-epoch selection")
+	if _, err := Load(write(t, "pre.yaml", "finetune: {workers: 4, epochs: 0}\ndata: {source: synthetic}\n"), nil); err != nil {
+		t.Errorf("pre-training only, with workers and the default warm-up: %v; want no problem", err)
+	}
 	checkProblems(t, loadProblems(t, "finetune: {workers: 2}\ncluster: {transport: memory}\n"),
 		"cluster.transport = memory: must be nats with finetune.workers = 2: the workers are slaves")
 	got := loadProblems(t, "finetune: {workers: 2}\ncluster: {slaves: 3}\n")

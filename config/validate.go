@@ -360,7 +360,7 @@ func (v *validation) finetuneWorkers() {
 	if f.Workers <= 1 {
 		return
 	}
-	if f.WarmupEpochs > max(f.Epochs, 0) {
+	if f.Epochs > 0 && f.WarmupEpochs > f.Epochs { // no fine-tuning, no warm-up
 		v.bad("finetune.warmup_epochs", f.WarmupEpochs, "must be a number of epochs in [0, finetune.epochs = %d]", f.Epochs)
 	}
 	const why = "must be 0 with finetune.workers = %d: the workers' network is the last average, with no per-epoch selection"

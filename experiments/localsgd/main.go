@@ -36,6 +36,7 @@ type options struct {
 	cfg                  finetune.Config
 	workers, syncs       []int
 	linearSyncs, seeds   []int
+	sqrtSyncs            []int
 	warmup, threads      int
 }
 
@@ -55,8 +56,8 @@ func (s setting) syncName() string {
 }
 
 func (s setting) ruleName() string {
-	if s.p.LR == finetune.LRLinear {
-		return fmt.Sprintf("linear, warm-up %d", s.p.WarmupEpochs)
+	if s.p.LR == finetune.LRLinear || s.p.LR == finetune.LRSqrt {
+		return fmt.Sprintf("%v, warm-up %d", s.p.LR, s.p.WarmupEpochs)
 	}
 	return "constant"
 }
@@ -82,6 +83,7 @@ func parseFlags() (options, error) {
 	flag.IntVar(&o.cfg.Epochs, "epochs", 5, "fine-tuning epochs")
 	flag.IntVar(&o.cfg.BatchSize, "batch", 32, "each replica's mini-batch size b")
 	flag.Float64Var(&o.cfg.LearningRate, "lr", 0.1, "Config's learning rate")
+	flag.Float64Var(&o.cfg.LearningRateFinal, "lr-final", 0, "the last epoch's rate, reached linearly (0: a constant rate)")
 	flag.Float64Var(&o.cfg.Momentum, "momentum", 0.9, "momentum")
 	flag.IntVar(&o.warmup, "warmup", 1, "the linear rule's warm-up in `epochs`")
 	flag.IntVar(&o.threads, "threads", 0, "BLAS threads (0: leave as is)")
@@ -93,6 +95,7 @@ func parseFlags() (options, error) {
 		{"workers", "1,4,8", "the `W` values", &o.workers},
 		{"sync", "1,4,16,64,0", "the `S` values run with the constant rule (0: once per epoch)", &o.syncs},
 		{"linear", "1", "the `S` values run with the linear rule and its warm-up too", &o.linearSyncs},
+		{"sqrt", "", "the `S` values run with the sqrt rule and its warm-up too", &o.sqrtSyncs},
 		{"seeds", "1,2,3", "the `seeds`", &o.seeds},
 	} {
 		flag.String(l.name, l.def, l.usage)
@@ -130,7 +133,8 @@ func intList(s string) ([]int, error) {
 }
 
 // grid lists the settings: W = 1 once, every other W with each S under
-// the constant rule and each of linearSyncs under the linear rule.
+// the constant rule, each of linearSyncs under the linear rule and each of
+// sqrtSyncs under the sqrt rule.
 func (o options) grid() []setting {
 	var g []setting
 	for _, w := range o.workers {
@@ -143,6 +147,9 @@ func (o options) grid() []setting {
 		}
 		for _, s := range o.linearSyncs {
 			g = append(g, setting{finetune.Parallel{Workers: w, SyncEvery: s, LR: finetune.LRLinear, WarmupEpochs: o.warmup}})
+		}
+		for _, s := range o.sqrtSyncs {
+			g = append(g, setting{finetune.Parallel{Workers: w, SyncEvery: s, LR: finetune.LRSqrt, WarmupEpochs: o.warmup}})
 		}
 	}
 	return g

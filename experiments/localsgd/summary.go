@@ -11,12 +11,16 @@ import (
 // the seeds, the mean loss of the last epoch and how many runs diverged.
 func summary(o options, results []result) string {
 	var b strings.Builder
-	init := "random weights"
+	init := "784-500-500-2000 from random weights"
 	if o.runDir != "" {
-		init = "the pre-trained RBMs of " + o.runDir
+		init = "the DBN pre-trained in " + o.runDir
 	}
-	fmt.Fprintf(&b, "Fashion-MNIST, first %d training examples, %s test examples; 784-500-500-2000 from %s;\n", o.trainN, testCount(o.testN), init)
-	fmt.Fprintf(&b, "%d epochs, b = %d per replica, Config rate %g, momentum %g; seeds %v.\n\n", o.cfg.Epochs, o.cfg.BatchSize, o.cfg.LearningRate, o.cfg.Momentum, o.seeds)
+	fmt.Fprintf(&b, "Fashion-MNIST, first %d training examples, %s test examples; %s;\n", o.trainN, testCount(o.testN), init)
+	rate := fmt.Sprint(o.cfg.LearningRate)
+	if o.cfg.LearningRateFinal > 0 {
+		rate = fmt.Sprintf("%g falling to %g", o.cfg.LearningRate, o.cfg.LearningRateFinal)
+	}
+	fmt.Fprintf(&b, "%d epochs, b = %d per replica, Config rate %s, momentum %g; seeds %v.\n\n", o.cfg.Epochs, o.cfg.BatchSize, rate, o.cfg.Momentum, o.seeds)
 	b.WriteString("| W | S | rule | runs | test accuracy mean | sd | min | max | last-epoch loss | diverged |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range o.grid() {
