@@ -92,7 +92,7 @@ func (o *SlaveOptions) NewSlave(t Transport, c *Counters) (*Node, error) {
 	host, _ := os.Hostname()
 	cfg := protocol.SlaveConfig{
 		Name: o.Name, Host: host, CPUs: o.Threads, PID: os.Getpid(), Process: rand.Uint64() | 1,
-		Timing: SlaveTiming(o.JoinTimeout, o.StatusEvery, o.FinishTimeout), Bytes: c.Bytes, Logger: o.Logger,
+		Timing: SlaveTiming(o.JoinTimeout, o.StatusEvery, o.FinishTimeout), Logger: o.Logger,
 		Fits: func(s pipeline.StageConfig, f pipeline.Flow) error { return Fits(o.MemoryLimit, s, f) },
 	}
 	return NewSlave(cfg, Config{Transport: t, Peers: o.Peers, Counters: c, Logger: o.Logger})

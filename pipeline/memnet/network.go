@@ -328,9 +328,7 @@ func (n *Network) startSlave(nd *node) {
 	nd.bytesIn, nd.bytesOut = 0, 0
 	log := n.log.Named("slave." + nd.name)
 	s, err := driver.NewSlave(protocol.SlaveConfig{
-		Name: nd.name, Host: "memnet", CPUs: 1, PID: nd.gen, Timing: n.opt.Timing,
-		Bytes:  func() (uint64, uint64) { return nd.bytesIn, nd.bytesOut },
-		Logger: log,
+		Name: nd.name, Host: "memnet", CPUs: 1, PID: nd.gen, Timing: n.opt.Timing, Logger: log,
 	}, n.driverConfig(nd, log))
 	if err != nil {
 		n.err = err
