@@ -113,6 +113,42 @@ func TestEncodingBytes(t *testing.T) {
 	}
 }
 
+// TestChunkEncodedSize checks EncodedSize against what Encode writes, for
+// chunks of every encoding whose arrays start at every offset modulo 4:
+// run ids of 0 to 4 bytes, with and without biases and labels, of odd
+// lengths.
+func TestChunkEncodedSize(t *testing.T) {
+	t.Parallel()
+	for _, e := range []Encoding{EncodingFloat32, EncodingFloat16, EncodingUint8, EncodingBits} {
+		for id := range 5 {
+			for _, cols := range []int{1, 3, 4} {
+				for _, rows := range [][]int{{1}, {2, 3}, {5, 5, 1}} {
+					for _, bias := range []bool{true, false} {
+						for _, labels := range []bool{true, false} {
+							c := testChunkIn(e, 3, cols, rows...)
+							c.RunID = "runid"[:id]
+							if !bias {
+								c.RBM, c.Bias = 0, nil // the master's data: no bias
+							}
+							if !labels {
+								c.Labels = nil
+							}
+							b, err := Encode(c)
+							if err != nil {
+								t.Fatalf("%v, run id %q, %d cols, rows %v: %v", e, c.RunID, cols, rows, err)
+							}
+							if got := c.EncodedSize(); got != int64(len(b)) {
+								t.Errorf("%v, run id %q, %d cols, rows %v, bias %t, labels %t: EncodedSize() = %d; Encode wrote %d bytes",
+									e, c.RunID, cols, rows, bias, labels, got, len(b))
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestEncodeRounds checks that Encode of values not rounded beforehand
 // rounds each to the nearest code, and never fails on them.
 func TestEncodeRounds(t *testing.T) {

@@ -75,6 +75,9 @@ func checkDecode(t *testing.T, b []byte) {
 	if !bytes.Equal(again, b) {
 		t.Fatalf("Encode(Decode(b)) = %x; want %x", again, b)
 	}
+	if c, ok := m.(*Chunk); ok && c.EncodedSize() != int64(len(b)) {
+		t.Fatalf("EncodedSize() of a chunk of %d bytes = %d", len(b), c.EncodedSize())
+	}
 }
 
 // fuzzLimits are small, so that the fuzzer reaches the eviction paths.

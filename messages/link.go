@@ -127,6 +127,8 @@ func (m *Chunk) Batch(j int) []float32 {
 	return m.Data[lo*m.Cols : (lo+m.BatchRows[j])*m.Cols]
 }
 
+// fields is the chunk's layout on the wire; EncodedSize adds it up without
+// writing it, and must change with it.
 func (m *Chunk) fields(c *coder) {
 	c.run(&m.RunID, &m.Incarnation)
 	c.int(&m.RBM, "rbm")
@@ -146,6 +148,37 @@ func (m *Chunk) fields(c *coder) {
 // its Encoding, and Bias.
 func (m *Chunk) ValueBytes() int64 {
 	return m.Encoding.Bytes(len(m.Data)) + 4*int64(len(m.Bias))
+}
+
+// EncodedSize returns the length of the chunk in the wire format: len of
+// what Encode returns for it (header, fields, padding and checksum; not a
+// transport's fragment headers), added up from the lengths of its fields
+// without encoding anything. It is the size of a window on the wire that
+// a slave's BytesIn and BytesOut count (Status, Weights).
+func (m *Chunk) EncodedSize() int64 {
+	n := int64(headerSize)
+	n += 4 + int64(len(m.RunID)) + 4 // run id, incarnation
+	n += 6 * 8                       // rbm, epoch, seq, first batch, rows, cols
+	n += 4 + 8*int64(len(m.BatchRows))
+	n += f32sSize(n, len(m.Bias))
+	n += 4 + int64(len(m.Labels))
+	n++ // encoding
+	if m.Encoding == EncodingFloat32 {
+		n += f32sSize(n, len(m.Data))
+	} else {
+		n += 4 + m.Encoding.Bytes(len(m.Data))
+	}
+	return n + trailerSize
+}
+
+// f32sSize is the length of an array of n float32 values that coder.f32s
+// writes at offset at into a message: its length prefix, its padding and
+// its values.
+func f32sSize(at int64, n int) int64 {
+	if n == 0 {
+		return 4
+	}
+	return 4 + int64(pad4(int(at+4))) + 4*int64(n)
 }
 
 // EndOfStream is sent by the producer RBM_i after its last window of the

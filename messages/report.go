@@ -70,7 +70,12 @@ type Status struct {
 	// BusySeconds is the time spent training, WaitSeconds the time spent
 	// waiting for input or credit.
 	BusySeconds, WaitSeconds float64
-	// BytesIn and BytesOut count the chunk bytes received and sent.
+	// BytesIn and BytesOut are the bytes of the windows the slave took
+	// from below and sent above so far, each chunk at its length in the
+	// wire format (Chunk.EncodedSize; no transport's framing): every window
+	// once, however many times it travelled (sent again, received twice).
+	// They count from the slave's start: a replacement counts the windows
+	// from the checkpoint it resumed at.
 	BytesIn, BytesOut uint64
 	// Rejected counts, by reason, what the slave's input link dropped so
 	// far.
@@ -136,7 +141,9 @@ type Weights struct {
 	// BusySeconds is the time spent training, WaitSeconds the time spent
 	// waiting for input or credit.
 	BusySeconds, WaitSeconds float64
-	// BytesIn and BytesOut count the chunk bytes received and sent.
+	// BytesIn and BytesOut are the bytes of every window the slave took
+	// from below and sent above, as in Status: its last window included.
+	// The master sums those of a stage group's replicas.
 	BytesIn, BytesOut uint64
 }
 

@@ -15,7 +15,6 @@
 package driver
 
 import (
-	"sync/atomic"
 	"time"
 
 	"github.com/pipedbn/pipedbn/messages"
@@ -73,11 +72,3 @@ type Delivery struct {
 	// Size is the bytes the transport holds for it until it is taken.
 	Size int
 }
-
-// Counters count the bytes of windows a node received and sent.
-type Counters struct {
-	In, Out atomic.Uint64
-}
-
-// Bytes returns the bytes received and sent.
-func (c *Counters) Bytes() (in, out uint64) { return c.In.Load(), c.Out.Load() }

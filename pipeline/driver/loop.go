@@ -84,7 +84,7 @@ func (n *Node) Run(ctx context.Context, l Loop) error {
 		n.cfg.Executor = &async{post: post, life: n.life, turn: l.Turn, after: l.AfterJob}
 	}
 	if n.cfg.Peers != nil {
-		n.cfg.Peers.Add(n.name, l.Inbox, n.cfg.Counters)
+		n.cfg.Peers.Add(n.name, l.Inbox)
 		defer n.cfg.Peers.Remove(n.name, l.Inbox)
 	}
 	defer n.Stop()

@@ -20,9 +20,8 @@ type Config struct {
 	Executor Executor
 	// Peers, if set, are the nodes of this process: link messages to one
 	// of them are handed over in memory before the transport is asked
-	// (see Peers.Hand), counted in Counters.
-	Peers    *Peers
-	Counters *Counters
+	// (see Peers.Hand).
+	Peers *Peers
 	// Store keeps a master's checkpoints and weights; nil: a fresh
 	// protocol.MemStore.
 	Store protocol.Store
@@ -64,9 +63,6 @@ type Node struct {
 func newNode(name string, t protocol.Timing, c Config) *Node {
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
-	}
-	if c.Counters == nil {
-		c.Counters = &Counters{}
 	}
 	n := &Node{name: name, timing: t, cfg: c, log: c.Logger, callOff: map[int]context.CancelFunc{}}
 	n.life, n.end = context.WithCancel(context.Background())
@@ -261,7 +257,7 @@ func (n *Node) Flush() error {
 
 func (n *Node) send(run string, es []protocol.Envelope) {
 	for _, e := range es {
-		if n.cfg.Peers != nil && n.cfg.Peers.Hand(n.name, n.cfg.Counters, e) {
+		if n.cfg.Peers != nil && n.cfg.Peers.Hand(n.name, e) {
 			continue
 		}
 		n.cfg.Transport.Send(run, e)

@@ -85,17 +85,17 @@ func (o *SlaveOptions) Defaults() {
 }
 
 // NewSlave returns the node of the slave o describes, whose messages go
-// out on t and whose window bytes are counted in c, and gives the
-// process's BLAS o.Threads threads for its training.
-func (o *SlaveOptions) NewSlave(t Transport, c *Counters) (*Node, error) {
+// out on t, and gives the process's BLAS o.Threads threads for its
+// training.
+func (o *SlaveOptions) NewSlave(t Transport) (*Node, error) {
 	blas.SetThreads(o.Threads)
 	host, _ := os.Hostname()
 	cfg := protocol.SlaveConfig{
 		Name: o.Name, Host: host, CPUs: o.Threads, PID: os.Getpid(), Process: rand.Uint64() | 1,
-		Timing: SlaveTiming(o.JoinTimeout, o.StatusEvery, o.FinishTimeout), Bytes: c.Bytes, Logger: o.Logger,
+		Timing: SlaveTiming(o.JoinTimeout, o.StatusEvery, o.FinishTimeout), Logger: o.Logger,
 		Fits: func(s pipeline.StageConfig, f pipeline.Flow) error { return Fits(o.MemoryLimit, s, f) },
 	}
-	return NewSlave(cfg, Config{Transport: t, Peers: o.Peers, Counters: c, Logger: o.Logger})
+	return NewSlave(cfg, Config{Transport: t, Peers: o.Peers, Logger: o.Logger})
 }
 
 // Loop returns the loop of the slave o describes, which takes its

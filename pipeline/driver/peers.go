@@ -13,53 +13,42 @@ import (
 // their credits). The zero value is not ready: use NewPeers.
 type Peers struct {
 	mu    sync.RWMutex
-	nodes map[string]peer
-}
-
-type peer struct {
-	inbox chan<- Delivery
-	bytes *Counters
+	nodes map[string]chan<- Delivery
 }
 
 // NewPeers returns an empty set of peers.
-func NewPeers() *Peers { return &Peers{nodes: map[string]peer{}} }
+func NewPeers() *Peers { return &Peers{nodes: map[string]chan<- Delivery{}} }
 
-// Add makes the node name, which takes its deliveries from inbox and
-// counts its window bytes in bytes, a peer.
-func (p *Peers) Add(name string, inbox chan<- Delivery, bytes *Counters) {
+// Add makes the node name, which takes its deliveries from inbox, a peer.
+func (p *Peers) Add(name string, inbox chan<- Delivery) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.nodes[name] = peer{inbox: inbox, bytes: bytes}
+	p.nodes[name] = inbox
 }
 
 // Remove takes the node name, of inbox, out of the peers.
 func (p *Peers) Remove(name string, inbox chan<- Delivery) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.nodes[name].inbox == inbox {
+	if p.nodes[name] == inbox {
 		delete(p.nodes, name)
 	}
 }
 
-// Hand delivers e, from the peer from (whose window bytes bytes counts),
-// to its addressee's inbox in memory when e is a link message (a window,
+// Hand delivers e, from the peer from, to its addressee's inbox in memory when e is a link message (a window,
 // the end of a stream, a credit) to another peer, or a checkpoint to the
 // master running the group, and the inbox has room; otherwise (a full
 // inbox, a node elsewhere) it reports false and e goes through the
 // transport. The message is shared, not copied: nothing changes a message
 // once sent (the producer keeps it for resends as it is, and a checkpoint
-// holds a snapshot of its stage), as in memnet. A window counts its values'
-// bytes at their encoding (messages.Chunk.ValueBytes) as sent and received.
+// holds a snapshot of its stage), as in memnet.
 //
 // A checkpoint handed over is neither encoded by the slave nor decoded by
 // the master: 3 to 8 MB for the quickstart DBN's RBMs, every C windows, on
 // the CPUs that train.
-func (p *Peers) Hand(from string, bytes *Counters, e protocol.Envelope) bool {
-	var size uint64
-	switch m := e.Msg.(type) {
-	case *messages.Chunk:
-		size = uint64(m.ValueBytes())
-	case *messages.EndOfStream, *messages.Credit:
+func (p *Peers) Hand(from string, e protocol.Envelope) bool {
+	switch e.Msg.(type) {
+	case *messages.Chunk, *messages.EndOfStream, *messages.Credit:
 	case *messages.Checkpoint:
 		if e.To != protocol.MasterName {
 			return false
@@ -74,11 +63,9 @@ func (p *Peers) Hand(from string, bytes *Counters, e protocol.Envelope) bool {
 		return false
 	}
 	select {
-	case to.inbox <- Delivery{Env: protocol.Envelope{From: from, To: e.To, Msg: e.Msg}}:
+	case to <- Delivery{Env: protocol.Envelope{From: from, To: e.To, Msg: e.Msg}}:
+		return true
 	default:
 		return false
 	}
-	bytes.Out.Add(size)
-	to.bytes.In.Add(size)
-	return true
 }

@@ -7,15 +7,14 @@ import (
 	"github.com/pipedbn/pipedbn/pipeline/protocol"
 )
 
-// testPeer is a peer's inbox and counters.
+// testPeer is a peer's inbox.
 type testPeer struct {
 	inbox chan Delivery
-	c     Counters
 }
 
 func newTestPeer(p *Peers, name string) *testPeer {
 	tp := &testPeer{inbox: make(chan Delivery, 64)}
-	p.Add(name, tp.inbox, &tp.c)
+	p.Add(name, tp.inbox)
 	return tp
 }
 
@@ -25,52 +24,43 @@ func newTestPeer(p *Peers, name string) *testPeer {
 func TestPeersHand(t *testing.T) {
 	t.Parallel()
 	lp := NewPeers()
-	a := newTestPeer(lp, "a")
+	newTestPeer(lp, "a")
 	b := newTestPeer(lp, "b")
 	chunk := &messages.Chunk{RunID: "r", RBM: 1, Rows: 2, Cols: 3, Data: make([]float32, 6), BatchRows: []int{2}, Bias: make([]float32, 3)}
 	for _, m := range []messages.Message{chunk, &messages.Credit{RunID: "r", RBM: 1, UpTo: 4}, &messages.EndOfStream{RunID: "r", RBM: 1}} {
-		if !lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: "b", Msg: m}) {
+		if !lp.Hand("a", protocol.Envelope{From: "a", To: "b", Msg: m}) {
 			t.Fatalf("hand(%v to b) = false; want it delivered in memory", m.Kind())
 		}
 		if d := <-b.inbox; d.Env.From != "a" || d.Env.To != "b" || d.Env.Msg != m {
 			t.Fatalf("b received %+v; want %v from a", d.Env, m.Kind())
 		}
 	}
-	if in, _ := b.c.Bytes(); in != 36 {
-		t.Errorf("b counted %d window bytes in; want 36 (9 float32)", in)
-	}
-	if _, out := a.c.Bytes(); out != 36 {
-		t.Errorf("a counted %d window bytes out; want 36", out)
-	}
-	if lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: "c", Msg: chunk}) {
+	if lp.Hand("a", protocol.Envelope{From: "a", To: "c", Msg: chunk}) {
 		t.Error("hand to c, outside the group = true; want false: through the transport")
 	}
-	if lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: "b", Msg: &messages.Register{Name: "a"}}) {
+	if lp.Hand("a", protocol.Envelope{From: "a", To: "b", Msg: &messages.Register{Name: "a"}}) {
 		t.Error("hand of a registration = true; want false: only link messages skip the transport")
 	}
 	cp := &messages.Checkpoint{RunID: "r", RBM: 1, Visible: 3, Hidden: 2, W: make([]float32, 6)}
-	if lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: "b", Msg: cp}) {
+	if lp.Hand("a", protocol.Envelope{From: "a", To: "b", Msg: cp}) {
 		t.Error("hand of a checkpoint to slave b = true; want false: a checkpoint skips the transport only to the master")
 	}
 	m := newTestPeer(lp, protocol.MasterName)
-	if !lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: protocol.MasterName, Msg: cp}) {
+	if !lp.Hand("a", protocol.Envelope{From: "a", To: protocol.MasterName, Msg: cp}) {
 		t.Fatal("hand of a checkpoint to the master in the group's process = false; want it delivered in memory")
 	}
 	if d := <-m.inbox; d.Env.From != "a" || d.Env.Msg != cp {
 		t.Fatalf("the master received %+v; want the checkpoint from a", d.Env)
 	}
-	if in, _ := m.c.Bytes(); in != 0 {
-		t.Errorf("the master counted %d window bytes in for a checkpoint; want 0", in)
-	}
 	lp.Remove(protocol.MasterName, m.inbox)
 	for range cap(b.inbox) {
-		lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: "b", Msg: chunk})
+		lp.Hand("a", protocol.Envelope{From: "a", To: "b", Msg: chunk})
 	}
-	if lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: "b", Msg: chunk}) {
+	if lp.Hand("a", protocol.Envelope{From: "a", To: "b", Msg: chunk}) {
 		t.Error("hand to a full inbox = true; want false: the loop must never wait on a peer")
 	}
 	lp.Remove("b", b.inbox)
-	if lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: "b", Msg: chunk}) {
+	if lp.Hand("a", protocol.Envelope{From: "a", To: "b", Msg: chunk}) {
 		t.Error("hand to a slave that left = true; want false")
 	}
 }
@@ -97,31 +87,5 @@ func TestInbox(t *testing.T) {
 	in.Deliver(Delivery{Size: 4}) // no room: dropped
 	if in.Queued() != 3 || len(in.C) != 1 {
 		t.Errorf("closed: queued %d, %d held; want 3 bytes in 1", in.Queued(), len(in.C))
-	}
-}
-
-// A window handed in memory counts its values' bytes at the encoding it
-// would travel in: what the wire would carry of it.
-func TestPeersCountEncodedBytes(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		e    messages.Encoding
-		want uint64
-	}{
-		{messages.EncodingFloat32, 4*20 + 4*4}, {messages.EncodingFloat16, 2*20 + 4*4},
-		{messages.EncodingUint8, 20 + 4*4}, {messages.EncodingBits, 3 + 4*4},
-	} {
-		lp := NewPeers()
-		a, b := newTestPeer(lp, "a"), newTestPeer(lp, "b")
-		chunk := &messages.Chunk{RunID: "r", RBM: 1, Rows: 5, Cols: 4, Data: make([]float32, 20), BatchRows: []int{5}, Bias: make([]float32, 4), Encoding: tc.e}
-		if !lp.Hand("a", &a.c, protocol.Envelope{From: "a", To: "b", Msg: chunk}) {
-			t.Fatalf("%v: hand = false; want it delivered in memory", tc.e)
-		}
-		if in, _ := b.c.Bytes(); in != tc.want {
-			t.Errorf("%v: b counted %d window bytes in; want %d", tc.e, in, tc.want)
-		}
-		if _, out := a.c.Bytes(); out != tc.want {
-			t.Errorf("%v: a counted %d window bytes out; want %d", tc.e, out, tc.want)
-		}
 	}
 }

@@ -204,10 +204,6 @@ func (n *Network) send(e protocol.Envelope) {
 		}
 		wire = b
 	}
-	size := uint64(len(wire))
-	if from := n.nodes[e.From]; from != nil && isWindow(e.Msg) {
-		from.bytesOut += size
-	}
 	copies := 1
 	if f := n.opt.Faults; f != nil && n.opt.Simulated {
 		if n.rng.Float64() < f.Drop {
@@ -234,11 +230,6 @@ func (n *Network) send(e protocol.Envelope) {
 	}
 }
 
-func isWindow(m messages.Message) bool {
-	_, ok := m.(*messages.Chunk)
-	return ok
-}
-
 // deliver hands a message to its addressee, if it is alive and nothing cut
 // it off meanwhile.
 func (n *Network) deliver(e protocol.Envelope, wire []byte, sent time.Duration) {
@@ -258,9 +249,6 @@ func (n *Network) deliver(e protocol.Envelope, wire []byte, sent time.Duration) 
 			return
 		}
 		e.Msg = m
-		if isWindow(m) {
-			nd.bytesIn += uint64(len(wire))
-		}
 	}
 	n.trace("deliver %s", e)
 	if nd.drv == nil {

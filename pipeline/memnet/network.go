@@ -57,8 +57,6 @@ type node struct {
 	// node of the driver's contract scripts (pipeline/driver/drivertest)
 	// that reads its messages itself.
 	inbox chan<- driver.Delivery
-	// bytes in and out of windows, for the slave's reports.
-	bytesIn, bytesOut uint64
 }
 
 // Options configure a Network.
@@ -325,12 +323,9 @@ func (n *Network) startMaster(stored *protocol.Stored) error {
 
 func (n *Network) startSlave(nd *node) {
 	nd.gen++
-	nd.bytesIn, nd.bytesOut = 0, 0
 	log := n.log.Named("slave." + nd.name)
 	s, err := driver.NewSlave(protocol.SlaveConfig{
-		Name: nd.name, Host: "memnet", CPUs: 1, PID: nd.gen, Timing: n.opt.Timing,
-		Bytes:  func() (uint64, uint64) { return nd.bytesIn, nd.bytesOut },
-		Logger: log,
+		Name: nd.name, Host: "memnet", CPUs: 1, PID: nd.gen, Timing: n.opt.Timing, Logger: log,
 	}, n.driverConfig(nd, log))
 	if err != nil {
 		n.err = err

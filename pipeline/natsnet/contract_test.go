@@ -40,7 +40,7 @@ func contractNetwork(srv *Embedded, peers bool) drivertest.Network {
 		return drivertest.Net{Node: func(name string) drivertest.Node {
 			ep := contractEndpoint(t, srv, name)
 			if p != nil {
-				p.Add(name, ep.in.C, &driver.Counters{})
+				p.Add(name, ep.in.C)
 			}
 			return drivertest.Node{Transport: ep, Inbox: ep.in.C, Peers: p}
 		}}

@@ -38,8 +38,6 @@ type endpoint struct {
 
 	rejects driver.RejectLog // what the subscriptions dropped, logged
 
-	window driver.Counters // bytes of windows in and out
-
 	// probes, if set, go out with a slave's status reports (see probes).
 	probes *probes
 }
@@ -120,9 +118,6 @@ func (ep *endpoint) Follow(run string, up, down []string) error {
 // its subject may carry to the inbox. On a window subject, what cannot be
 // read is handed on as a rejection, for the slave's counts.
 func (ep *endpoint) receive(re *messages.Reassembler, f family, msg *nats.Msg) {
-	if f.name == windows.name {
-		ep.window.In.Add(uint64(len(msg.Data)))
-	}
 	// The subject names the sender where a subscription has several (a
 	// wildcard): each sender's incomplete messages are held apart.
 	m, size, err := re.AddMessageFrom(msg.Subject, msg.Data)
@@ -204,7 +199,6 @@ func (ep *endpoint) Send(run string, e protocol.Envelope) {
 		maxPart = 1 << 20
 	}
 	ep.nextID++
-	_, window := e.Msg.(*messages.Chunk)
 	var reply string
 	var probe uint64
 	if _, status := e.Msg.(*messages.Status); status && ep.probes != nil {
@@ -219,13 +213,7 @@ func (ep *endpoint) Send(run string, e protocol.Envelope) {
 		} else {
 			pubErr = ep.nc.Publish(subject, p)
 		}
-		if pubErr != nil {
-			return pubErr
-		}
-		if window {
-			ep.window.Out.Add(uint64(len(p)))
-		}
-		return nil
+		return pubErr
 	})
 	if (pubErr != nil || err != nil) && reply != "" {
 		ep.probes.unsent(probe)

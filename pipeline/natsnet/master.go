@@ -54,7 +54,7 @@ func (m *Master) Run(ctx context.Context, p driver.Plan) ([]protocol.Trained, er
 	conn, unwatch := m.watchConnection()
 	defer unwatch()
 	node, err := driver.NewMaster(cfg, driver.Config{
-		Transport: ep, Peers: p.Peers, Counters: &ep.window, Store: p.Store, StoreRetry: time.Second, Respawn: p.Respawn, Logger: m.log,
+		Transport: ep, Peers: p.Peers, Store: p.Store, StoreRetry: time.Second, Respawn: p.Respawn, Logger: m.log,
 	})
 	if err != nil {
 		return nil, err

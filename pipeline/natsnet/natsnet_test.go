@@ -111,8 +111,8 @@ func TestSlaveProcessesMatchInMemory(t *testing.T) {
 }
 
 // slaveProcessesMatch runs cfgs on three slave processes over NATS, checks
-// that they train what Pipelined does, bit for bit, and returns what they
-// trained.
+// that they train what Pipelined does, bit for bit, and that each RBM took
+// the bytes the one below sent, and returns what they trained.
 func slaveProcessesMatch(t *testing.T, x []float32, n int, cfgs []pipeline.StageConfig) []protocol.Trained {
 	blas.SetThreads(1)
 	want, err := pipeline.Pipelined(x, n, cfgs, 77)
@@ -170,6 +170,11 @@ func slaveProcessesMatch(t *testing.T, x []float32, n int, cfgs []pipeline.Stage
 		}
 		if tr.BytesIn == 0 || (i+1 < len(got) && tr.BytesOut == 0) {
 			t.Errorf("rbm %d: bytes in %d, out %d; want traffic counted", i+1, tr.BytesIn, tr.BytesOut)
+		}
+		// Each window once at its wire length, whatever NATS did with
+		// it: what one RBM sent, the next took.
+		if i+1 < len(got) && tr.BytesOut != got[i+1].BytesIn {
+			t.Errorf("rbm %d sent %d bytes, rbm %d took %d; want them equal", i+1, tr.BytesOut, i+2, got[i+1].BytesIn)
 		}
 		if tr.Slave != "proc-"+strconv.Itoa(i+1) && tr.Slave == "" {
 			t.Errorf("rbm %d: slave name %q", i+1, tr.Slave)

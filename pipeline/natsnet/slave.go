@@ -129,7 +129,7 @@ func drive(ctx context.Context, nc *nats.Conn, opt *SlaveOptions) error {
 		watch = driver.NewMasterWatch(p, "NATS at "+opt.URL, opt.MasterGoneAfter, opt.Logger)
 		loop.Check = watch.Check
 	}
-	node, err := opt.NewSlave(ep, &ep.window)
+	node, err := opt.NewSlave(ep)
 	if err != nil {
 		return driver.Fatal(err)
 	}

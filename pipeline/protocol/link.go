@@ -41,6 +41,12 @@ type LinkStats struct {
 	Resent, Resends, InFlight uint64
 	// Rejected counts what a consumer dropped, per reason.
 	Rejected messages.Rejections
+	// Bytes is the length in the wire format (messages.Chunk.EncodedSize)
+	// of the windows this end sent (producer) or accepted (consumer) since
+	// it was made, each window once: a window sent again, a duplicate, or
+	// anything rejected adds nothing. A window counts as the producer's
+	// Send returns it, before any transport carries it.
+	Bytes uint64
 }
 
 // Producer is the sending end of a link: the master feeding RBM_1's data,
@@ -146,6 +152,7 @@ func (p *Producer) Send(now time.Duration, w *pipeline.Window) Envelope {
 	p.seq++
 	p.resend = p.seq
 	p.stats.Windows++
+	p.stats.Bytes += uint64(c.EncodedSize())
 	return Envelope{From: p.self, To: p.consumer, Msg: c}
 }
 
@@ -346,6 +353,7 @@ func (c *Consumer) OnChunk(now time.Duration, from string, m *messages.Chunk) []
 	c.next++
 	c.lastData = now
 	c.queue = append(c.queue, m)
+	c.stats.Bytes += uint64(m.EncodedSize())
 	return nil
 }
 

@@ -208,6 +208,7 @@ func (s *LinkStats) add(o LinkStats) {
 	s.Resent += o.Resent
 	s.Resends += o.Resends
 	s.InFlight += o.InFlight
+	s.Bytes += o.Bytes
 	for reason, n := range o.Rejected {
 		s.Rejected[reason] += n
 	}

@@ -23,9 +23,6 @@ type SlaveConfig struct {
 	Process uint64
 	// Timing of the protocol.
 	Timing Timing
-	// Bytes, if set, returns the window bytes the slave received and sent
-	// so far, for its reports.
-	Bytes func() (in, out uint64)
 	// Logger receives the slave's log lines; nil discards them.
 	Logger hclog.Logger
 	// Fits, if set, checks that the slave can hold the RBM it is assigned,

@@ -29,7 +29,6 @@ func newSlaveRig(t *testing.T, stages []pipeline.StageConfig) *slaveRig {
 	t.Helper()
 	s, err := NewSlave(SlaveConfig{
 		Name: "s1", Host: "h1", CPUs: 2, PID: 42, Process: testProcess, Timing: testTiming(),
-		Bytes: func() (uint64, uint64) { return 10, 20 },
 	})
 	if err != nil {
 		t.Fatalf("NewSlave = %v; want nil", err)
@@ -172,8 +171,8 @@ func TestSlaveLifecycle(t *testing.T) {
 	wantCredit(t, "Assign", msg[*messages.Credit](t, out.Messages, 0), 2, 0, 0, false)
 	st := msg[*messages.Status](t, out.Messages, 1)
 	if st.RBM != 1 || st.Slave != "s1" || st.State != messages.StateWaitingInput || !slices.Equal(st.Upstream, names(MasterName)) ||
-		!slices.Equal(st.Downstream, names("s2")) || st.BytesIn != 10 || st.BytesOut != 20 || st.RunID != "r1" || st.Incarnation != 2 {
-		t.Fatalf("Assign: status %+v; want rbm 1 of s1 of r1#2, waiting-input, master -> s2, bytes 10/20", *st)
+		!slices.Equal(st.Downstream, names("s2")) || st.BytesIn != 0 || st.BytesOut != 0 || st.RunID != "r1" || st.Incarnation != 2 {
+		t.Fatalf("Assign: status %+v; want rbm 1 of s1 of r1#2, waiting-input, master -> s2, no bytes yet", *st)
 	}
 	if r.s.Assigned() != a {
 		t.Fatalf("Assigned() = %p; want the assignment %p", r.s.Assigned(), a)
@@ -274,8 +273,11 @@ func TestSlaveLifecycle(t *testing.T) {
 	ref.Train(ws[3], mid)
 	ref.EndEpoch()
 	wt := msg[*messages.Weights](t, out.Messages, 2)
-	if wt.RBM != 1 || wt.Batches != 4 || len(wt.ReconErrors) != 2 || !slices.Equal(wt.W, ref.RBM().W) || !slices.Equal(wt.B, ref.RBM().B) || wt.BytesIn != 10 {
+	if wt.RBM != 1 || wt.Batches != 4 || len(wt.ReconErrors) != 2 || !slices.Equal(wt.W, ref.RBM().W) || !slices.Equal(wt.B, ref.RBM().B) {
 		t.Fatalf("weights = rbm %d, %d batches, %d epochs; want rbm 1, 4 batches, 2 epochs, the reference weights", wt.RBM, wt.Batches, len(wt.ReconErrors))
+	}
+	if in := wireBytes(t, dataChunk(ws[0], 0), dataChunk(ws[1], 1), dataChunk(ws[2], 2), dataChunk(ws[3], 3)); wt.BytesIn != in || wt.BytesOut == 0 {
+		t.Fatalf("weights: bytes in %d, out %d; want the 4 data windows' %d in, and some out", wt.BytesIn, wt.BytesOut, in)
 	}
 	if s := r.s.Stats(); s.Batches != 4 || s.State != pipeline.Done {
 		t.Fatalf("Stats() = %+v; want 4 batches, done", s)
@@ -910,12 +912,12 @@ func TestSlaveEdges(t *testing.T) {
 	if out := s.Ready(); len(out.Messages) != 0 {
 		t.Fatalf("Trained without a job = [%s]; want nothing", describe(out.Messages))
 	}
-	// Without a Bytes function, reports count no bytes.
+	// Before any window, reports count no bytes.
 	stages := testStages(1, 1)
 	s.Receive(0, Envelope{From: MasterName, Msg: oneAssignment(stages[0])})
 	out := s.Ready()
 	if st := msg[*messages.Status](t, out.Messages, 1); st.BytesIn != 0 || st.BytesOut != 0 {
-		t.Fatalf("status without a Bytes function: bytes %d/%d; want 0/0", st.BytesIn, st.BytesOut)
+		t.Fatalf("status before any window: bytes %d/%d; want 0/0", st.BytesIn, st.BytesOut)
 	}
 	// An assignment while training of the same RBM without a downstream
 	// change relinks nothing.
@@ -974,4 +976,73 @@ func oneAssignment(c pipeline.StageConfig) *messages.Assign {
 	a := assignment(testRun, c, 1, testRows, 2, 2, names(MasterName), nil)
 	a.Replicas = 1
 	return a
+}
+
+// wireBytes is the bytes of chunks in the wire format, as Encode writes
+// them.
+func wireBytes(t *testing.T, chunks ...*messages.Chunk) uint64 {
+	t.Helper()
+	var n uint64
+	for _, c := range chunks {
+		b, err := messages.Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += uint64(len(b))
+	}
+	return n
+}
+
+// TestSlaveCountsWindowBytes checks a slave's BytesIn and BytesOut: every
+// window it took and sent, once each, at its length in the wire format. A
+// duplicate or a foreign window received, and windows sent again, add
+// nothing; the last window, sent in the same output as the weights (its
+// credit came after the end of the data), is in them.
+func TestSlaveCountsWindowBytes(t *testing.T) {
+	t.Parallel()
+	stages := testStages(2, 2)
+	ws := dataWindows(stages, 4)
+	r := newSlaveRig(t, stages)
+	r.join(0, false)
+	r.recv("s2", r.credit(3))
+
+	var data, sent []*messages.Chunk
+	for k, w := range ws {
+		data = append(data, dataChunk(w, uint64(k)))
+		for _, e := range r.drive(r.recv(MasterName, data[k])) {
+			if c, ok := e.Msg.(*messages.Chunk); ok {
+				sent = append(sent, c)
+			}
+		}
+	}
+	if len(sent) != 3 {
+		t.Fatalf("%d windows sent within a credit of 3; want 3", len(sent))
+	}
+	in, out := wireBytes(t, data...), wireBytes(t, sent...)
+	if s, o := r.s.InputStats().Bytes, r.s.OutputStats().Bytes; s != in || o != out {
+		t.Fatalf("InputStats().Bytes, OutputStats().Bytes = %d, %d; want %d, %d", s, o, in, out)
+	}
+
+	// A duplicate and a foreign window received, windows 1 and 2 sent
+	// again: the counts stay.
+	r.recv(MasterName, data[0])
+	r.recv("stranger", data[1])
+	again := r.at(5).recv("s2", &messages.Credit{RunID: testRun.ID, Incarnation: testRun.Incarnation, RBM: 1, UpTo: 3, Next: 1, Resend: true})
+	wantShape(t, "a resend of windows 1 and 2", again.Messages, "s2 chunk, s2 chunk")
+	if s, o := r.s.InputStats().Bytes, r.s.OutputStats().Bytes; s != in || o != out {
+		t.Fatalf("after a duplicate, a foreign window and a resend: bytes %d in, %d out; want %d, %d", s, o, in, out)
+	}
+
+	// The end of the data: the last window waits for credit; with it, it
+	// goes in one output with the end of the stream and the weights.
+	wantShape(t, "EndOfStream", r.recv(MasterName, endOfData(4, 1)).Messages, "")
+	last := r.recv("s2", r.credit(4))
+	wantShape(t, "Credit(4)", last.Messages, "s2 chunk, s2 end-of-stream, master status, master weights")
+	out += wireBytes(t, msg[*messages.Chunk](t, last.Messages, 0))
+	if st := msg[*messages.Status](t, last.Messages, 2); st.BytesIn != in || st.BytesOut != out {
+		t.Errorf("final status: bytes %d in, %d out; want %d, %d", st.BytesIn, st.BytesOut, in, out)
+	}
+	if wt := msg[*messages.Weights](t, last.Messages, 3); wt.BytesIn != in || wt.BytesOut != out {
+		t.Errorf("weights: bytes %d in, %d out; want %d, %d: every window, the last included", wt.BytesIn, wt.BytesOut, in, out)
+	}
 }

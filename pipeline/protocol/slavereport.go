@@ -9,13 +9,10 @@ import (
 // The slave's status reports, its heartbeat: what the master learns of
 // its RBM between checkpoints.
 
-// bytes returns the bytes of windows the slave received and sent, as its
-// driver counts them (none without a counter).
+// bytes returns the bytes of the windows the slave accepted from below and
+// sent above (LinkStats.Bytes): what its Status and Weights report.
 func (s *Slave) bytes() (in, out uint64) {
-	if s.cfg.Bytes == nil {
-		return 0, 0
-	}
-	return s.cfg.Bytes()
+	return s.InputStats().Bytes, s.OutputStats().Bytes
 }
 
 // report sends the slave's status: its heartbeat.

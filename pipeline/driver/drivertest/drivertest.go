@@ -71,14 +71,13 @@ func (x Net) settle() {
 	}
 }
 
-// config is the driver configuration of nd, with its window bytes counted
-// in c.
-func (nd Node) config(c *driver.Counters) driver.Config {
+// config is the driver configuration of nd.
+func (nd Node) config() driver.Config {
 	x := nd.Executor
 	if x == nil {
 		x = driver.Inline{}
 	}
-	return driver.Config{Transport: nd.Transport, Executor: x, Peers: nd.Peers, Counters: c}
+	return driver.Config{Transport: nd.Transport, Executor: x, Peers: nd.Peers}
 }
 
 // recording runs work with an executor, noting every kind handed to it,
@@ -145,8 +144,7 @@ var Scripts = map[string]func(t *testing.T, net Network){
 	"Messages": func(t *testing.T, net Network) {
 		x := net(t)
 		m, s := x.Node(protocol.MasterName), x.Node(Slave)
-		var c driver.Counters
-		n := master(t, m, m.config(&c))
+		n := master(t, m, m.config())
 		send := []messages.Message{&messages.Stop{RunID: RunID}}
 		if m.Peers != nil {
 			// A window to RBM_1's slave in the master's process (the
@@ -178,14 +176,11 @@ var Scripts = map[string]func(t *testing.T, net Network){
 				t.Fatalf("the master's %v did not reach %s in 10s", missing, Slave)
 			}
 		}
-		if _, sent := c.Bytes(); m.Peers != nil && sent != 16 {
-			t.Errorf("the master counted %d window bytes handed to its peer; want 16", sent)
-		}
 	},
 	"Job": func(t *testing.T, net Network) {
 		x := net(t)
 		nd := x.Node(Slave)
-		c := nd.config(&driver.Counters{})
+		c := nd.config()
 		rec := &recording{inner: c.Executor}
 		c.Executor = rec
 		n := slave(t, nd, c)
@@ -203,7 +198,7 @@ var Scripts = map[string]func(t *testing.T, net Network){
 		nd := x.Node(protocol.MasterName)
 		store := protocol.NewMemStore()
 		store.Put(context.Background(), "old", []byte{1})
-		c := nd.config(&driver.Counters{})
+		c := nd.config()
 		c.Store = store
 		n := master(t, nd, c)
 		n.Script(once(protocol.Output{Store: []protocol.StoreOp{{Kind: protocol.Delete, Name: "old"}}}))
@@ -219,7 +214,7 @@ var Scripts = map[string]func(t *testing.T, net Network){
 		x := net(t)
 		nd := x.Node(protocol.MasterName)
 		var got []protocol.Respawn
-		c := nd.config(&driver.Counters{})
+		c := nd.config()
 		c.Respawn = func(_ context.Context, rbm int, lost string) error {
 			got = append(got, protocol.Respawn{RBM: rbm, Slave: lost})
 			return nil
@@ -236,7 +231,7 @@ var Scripts = map[string]func(t *testing.T, net Network){
 		x := net(t)
 		nd := x.Node(protocol.MasterName)
 		var wanted context.Context
-		c := nd.config(&driver.Counters{})
+		c := nd.config()
 		c.Respawn = func(ctx context.Context, _ int, _ string) error { wanted = ctx; return nil }
 		n := master(t, nd, c)
 		r := protocol.Respawn{RBM: 1, Slave: Slave}

@@ -44,7 +44,7 @@ func hubNetwork(peers bool) drivertest.Network {
 			h.boxes[name] = box
 			h.mu.Unlock()
 			if p != nil {
-				p.Add(name, box, &driver.Counters{})
+				p.Add(name, box)
 			}
 			return drivertest.Node{Transport: port{h}, Inbox: box, Peers: p}
 		}}
