@@ -210,7 +210,8 @@ var keyDocs = map[string]keyDoc{
 			"mini-batches, averaging their parameters through the master after every window. The network kept is the last average."},
 	"finetune.sync_every": {allowed: ">= 1",
 		text: "S: the mini-batches a worker trains between two averages of the workers' parameters (local SGD); 1 is synchronous SGD at " +
-			"`workers` x `batch_size`. Larger S sends fewer parameters and loses more accuracy."},
+			"`workers` x `batch_size`. Larger S sends fewer parameters and loses more accuracy, most with many workers on a " +
+			"brief run (docs/results.md, \"Fine-tuning on workers\")."},
 	"finetune.lr_rule": {allowed: "`linear`, `sqrt` or `constant`",
 		text: "How the learning rate scales with the workers: `linear` trains at `workers` times `learning_rate`, `sqrt` at " +
 			"sqrt(`workers`) times it, each reached linearly over `warmup_epochs`; `constant` keeps it."},
