@@ -35,11 +35,11 @@ func (p *Peers) Remove(name string, inbox chan<- Delivery) {
 	}
 }
 
-// Hand delivers e, from the peer from, to its addressee's inbox in memory when e is a link message (a window,
-// the end of a stream, a credit) to another peer, or a checkpoint to the
-// master running the group, and the inbox has room; otherwise (a full
-// inbox, a node elsewhere) it reports false and e goes through the
-// transport. The message is shared, not copied: nothing changes a message
+// Hand delivers e, from the peer from, to its addressee's inbox in memory
+// when e is a link message (a window, the end of a stream, a credit) to
+// another peer, or a checkpoint to the master running the group, and the
+// inbox has room; otherwise (a full inbox, a node elsewhere) it reports
+// false and e goes through the transport. The message is shared, not copied: nothing changes a message
 // once sent (the producer keeps it for resends as it is, and a checkpoint
 // holds a snapshot of its stage), as in memnet.
 //
