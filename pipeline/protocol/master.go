@@ -100,11 +100,8 @@ type Trained struct {
 	// its flat parameter vector (finetune.Network.Params's layout).
 	Params []float32
 	Stats  pipeline.Stats
-	// BytesIn and BytesOut are the bytes of the windows the slave took
-	// from below and sent above (messages.Weights): each window once, at
-	// its length in the wire format (messages.Chunk.EncodedSize), whatever
-	// the transport; summed over a stage group's replicas. Unless a slave
-	// of either was replaced, RBM_i's BytesOut is RBM_(i+1)'s BytesIn.
+	// BytesIn and BytesOut are messages.Weights's, summed over a stage
+	// group's replicas.
 	BytesIn, BytesOut int64
 	// Rejected counts what the slave's input link dropped, per reason, as
 	// of its last report.
