@@ -110,6 +110,9 @@ func TestSlaveLimitsFollowAssign(t *testing.T) {
 	if err := ep.subscribe(ctlSubject("s2"), controls, controls.limits()); err != nil {
 		t.Fatal(err)
 	}
+	if err := nc.Flush(); err != nil { // the server has the subscription before the master publishes
+		t.Fatal(err)
+	}
 	publish := func(subject string, m messages.Message, id uint64) {
 		t.Helper()
 		parts, err := messages.EncodeParts(m, 64<<10, id)
