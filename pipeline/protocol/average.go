@@ -32,6 +32,7 @@ type averaging struct {
 	final []int              // each replica's final round; 0 until it came
 	kept  map[int]*messages.Params
 	last  *messages.Params // the latest average
+	sum   []float64        // mean's accumulator, kept: a fresh one per round is the master's largest allocation
 }
 
 func newAveraging(replicas int) *averaging {
@@ -75,7 +76,7 @@ func (m *Master) gather(i int) {
 			return // replica r still trains towards this round
 		}
 	}
-	avg := mean(a.in)
+	avg := mean(a.in, &a.sum)
 	avg.Round = a.round
 	avg.Final = !slices.ContainsFunc(a.final, func(f int) bool { return f == 0 || f > a.round })
 	a.kept[a.round], a.last = avg, avg
@@ -103,8 +104,9 @@ func (m *Master) sendAverage(s *seat, avg *messages.Params) {
 
 // mean returns the mean of the parameters in ps that are not nil, each
 // weighted by the windows its replica trained since the last average (all
-// alike when none did), summed in replica order in float64.
-func mean(ps []*messages.Params) *messages.Params {
+// alike when none did), summed in replica order in float64 in *sum, which
+// it grows as needed and leaves for the next call.
+func mean(ps []*messages.Params, sum *[]float64) *messages.Params {
 	var first *messages.Params
 	weights := make([]float64, len(ps))
 	total := 0.0
@@ -126,13 +128,13 @@ func mean(ps []*messages.Params) *messages.Params {
 	avg := &messages.Params{
 		RunID: first.RunID, Incarnation: first.Incarnation, RBM: first.RBM, Visible: first.Visible, Hidden: first.Hidden,
 	}
-	avg.W = weighted(ps, weights, total, func(p *messages.Params) []float32 { return p.W })
-	avg.A = weighted(ps, weights, total, func(p *messages.Params) []float32 { return p.A })
-	avg.B = weighted(ps, weights, total, func(p *messages.Params) []float32 { return p.B })
+	avg.W = weighted(ps, weights, total, sum, func(p *messages.Params) []float32 { return p.W })
+	avg.A = weighted(ps, weights, total, sum, func(p *messages.Params) []float32 { return p.A })
+	avg.B = weighted(ps, weights, total, sum, func(p *messages.Params) []float32 { return p.B })
 	return avg
 }
 
-func weighted(ps []*messages.Params, weights []float64, total float64, field func(*messages.Params) []float32) []float32 {
+func weighted(ps []*messages.Params, weights []float64, total float64, scratch *[]float64, field func(*messages.Params) []float32) []float32 {
 	var sum []float64
 	for k, p := range ps {
 		if p == nil || weights[k] == 0 {
@@ -140,7 +142,11 @@ func weighted(ps []*messages.Params, weights []float64, total float64, field fun
 		}
 		v := field(p)
 		if sum == nil {
-			sum = make([]float64, len(v))
+			if cap(*scratch) < len(v) {
+				*scratch = make([]float64, len(v))
+			}
+			sum = (*scratch)[:len(v)]
+			clear(sum)
 		}
 		for j, x := range v {
 			sum[j] += weights[k] * float64(x)
