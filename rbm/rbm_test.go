@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/pipedbn/pipedbn/blas"
 )
 
 func TestUnits(t *testing.T) {
@@ -329,7 +331,11 @@ func TestMeasureStepCost(t *testing.T) {
 	// The fastest step of each size leaves out those another process
 	// interrupted, but on a busy machine (the race detector's suite runs
 	// packages side by side) a short measurement may catch no quiet step
-	// of the small size: measure again, longer, before failing.
+	// of the small size: measure again, longer, before failing. One BLAS
+	// thread, as the planner measures: a second one waits for a core there.
+	threads := blas.Threads()
+	blas.SetThreads(1)
+	defer blas.SetThreads(threads)
 	var full, sub time.Duration
 	for d := 20 * time.Millisecond; d <= 320*time.Millisecond; d *= 4 {
 		full, sub = MeasureStepCost(256, 256, 256, 32, 1, d)
