@@ -76,6 +76,15 @@ type Parallel struct {
 	// the rate from Config's to W (sqrt(W)) times it, linearly, a step at
 	// a time; 0 starts there. It must be 0 with LRConstant.
 	WarmupEpochs int
+	// Overlap lets the replicas train on while their parameters are
+	// averaged (overlap local SGD, Wang, Liang and Joshi 2020): at each
+	// averaging within an epoch a replica takes the previous averaging's
+	// mean plus what it learned since it gave its parameters for it,
+	// x <- mean + (x - sent), and gives its parameters for the next; the
+	// end of an epoch averages as without it. So a worker need not wait
+	// for an average while it travels, at the price of taking each one an
+	// averaging late. It needs SyncEvery > 0.
+	Overlap bool
 }
 
 // Validate reports every invalid field of p at once, for a run of epochs
@@ -96,6 +105,9 @@ func (p Parallel) Validate(epochs int) error {
 	}
 	if p.WarmupEpochs < 0 || p.WarmupEpochs > max(epochs, 0) {
 		bad("WarmupEpochs", p.WarmupEpochs, fmt.Sprintf("a number of epochs in [0, Epochs = %d]", epochs))
+	}
+	if p.Overlap && p.SyncEvery == 0 {
+		bad("Overlap", p.Overlap, "false with SyncEvery = 0: no averaging within an epoch to overlap")
 	}
 	if p.WarmupEpochs > 0 && p.LR != LRLinear && p.LR != LRSqrt {
 		bad("WarmupEpochs", p.WarmupEpochs, fmt.Sprintf("0 with LR %v: the warm-up ramps a scaled rate", p.LR))
@@ -218,7 +230,8 @@ func (n *Network) SetParams(src []float32) {
 // by Shard's rule, each replica takes one step per mini-batch of its
 // shard, a round of W steps at a time, and after every p.SyncEvery rounds
 // and at the end of each epoch every replica's parameters are replaced by
-// their Average weighted by the examples each saw since the last one.
+// their Average weighted by the examples each saw since the last one (with
+// p.Overlap, within an epoch, an averaging late: Parallel.Overlap).
 // Replica 0 is net itself.
 //
 // Momentum: each replica keeps its own momentum buffers, which are never
@@ -268,6 +281,11 @@ type replicas struct {
 	vecs [][]float32
 	avg  []float32
 	seen []float64
+	// With Parallel.Overlap, pending says that avg is an averaging's mean
+	// the replicas have not taken yet, vecs what each gave for it; cur is
+	// room for a replica's parameters.
+	pending bool
+	cur     []float32
 	// round counts the rounds of the whole run, for the warm-up; warm is
 	// the warm-up's length in rounds.
 	round, warm int
@@ -290,6 +308,7 @@ func newReplicas(net *Network, cfg Config, p Parallel, n int) *replicas {
 			rs.vecs[i] = make([]float32, net.numParams())
 		}
 		rs.avg = make([]float32, net.numParams())
+		rs.cur = make([]float32, net.numParams())
 	}
 	rs.warm = p.WarmupEpochs * rs.rounds(n)
 	return rs
@@ -334,7 +353,12 @@ func (rs *replicas) epoch(ctx context.Context, train *data.Set, perm []int, e in
 			rs.seen[i] += float64(len(idx))
 		}
 		rs.round++
-		if s := rs.p.SyncEvery; (s > 0 && (r+1)%s == 0) || r == rounds-1 {
+		switch s := rs.p.SyncEvery; {
+		case r == rounds-1:
+			rs.average()
+		case s > 0 && (r+1)%s == 0 && rs.p.Overlap:
+			rs.exchange()
+		case s > 0 && (r+1)%s == 0:
 			rs.average()
 		}
 	}
@@ -351,6 +375,7 @@ func (rs *replicas) epoch(ctx context.Context, train *data.Set, perm []int, e in
 // to average.
 func (rs *replicas) average() {
 	if len(rs.ts) > 1 {
+		rs.takePending()
 		for i, t := range rs.ts {
 			t.net.saveParams(rs.vecs[i])
 		}
@@ -360,4 +385,37 @@ func (rs *replicas) average() {
 		}
 	}
 	clear(rs.seen)
+}
+
+// exchange is an averaging of overlap local SGD: every replica takes the
+// pending mean (takePending), then gives its parameters for the next,
+// whose mean becomes pending. One replica has nothing to average.
+func (rs *replicas) exchange() {
+	if len(rs.ts) == 1 {
+		clear(rs.seen)
+		return
+	}
+	rs.takePending()
+	for i, t := range rs.ts {
+		t.net.saveParams(rs.vecs[i])
+	}
+	Average(rs.avg, rs.vecs, rs.seen)
+	rs.pending = true
+	clear(rs.seen)
+}
+
+// takePending moves every replica to the pending mean plus what it learned
+// since it gave its parameters for it: x <- avg + (x - sent).
+func (rs *replicas) takePending() {
+	if !rs.pending {
+		return
+	}
+	for i, t := range rs.ts {
+		t.net.saveParams(rs.cur)
+		for j, x := range rs.cur {
+			rs.cur[j] = rs.avg[j] + (x - rs.vecs[i][j])
+		}
+		t.net.loadParams(rs.cur)
+	}
+	rs.pending = false
 }

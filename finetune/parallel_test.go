@@ -244,6 +244,7 @@ func TestTrainParallelLearns(t *testing.T) {
 		{Workers: 4, SyncEvery: 4},
 		{Workers: 3, SyncEvery: 0},
 		{Workers: 4, SyncEvery: 1, LR: LRLinear, WarmupEpochs: 2},
+		{Workers: 4, SyncEvery: 2, LR: LRLinear, WarmupEpochs: 2, Overlap: true},
 	} {
 		run := func() (*Network, []EpochStats) {
 			n := Random([]int{64, 32}, 4, 1)
@@ -302,6 +303,9 @@ func TestTrainParallelBadConfig(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate error %v; want it to mention %q", err, want)
 		}
+	}
+	if err := (Parallel{Workers: 2, Overlap: true}).Validate(8); err == nil || !strings.Contains(err.Error(), "Overlap = true") {
+		t.Errorf("Overlap without SyncEvery: Validate error %v; want Overlap named", err)
 	}
 	n := Random([]int{64, 8}, 4, 1)
 	before := n.Clone()
@@ -365,4 +369,59 @@ func TestParamsRoundTrip(t *testing.T) {
 		}
 	}()
 	b.SetParams(v[1:])
+}
+
+// TestOverlapTakesTheMeanAnAveragingLate follows two replicas through
+// overlap local SGD's averagings: the first gives the replicas' parameters
+// and leaves them as they are; each later one moves every replica to the
+// previous mean plus what it learned since (x <- mean + x - sent), then
+// gives those parameters for the next mean; the end of an epoch (average)
+// does the same, then averages at once.
+func TestOverlapTakesTheMeanAnAveragingLate(t *testing.T) {
+	t.Parallel()
+	net := Random([]int{3, 2}, 2, 1)
+	rs := newReplicas(net, quickConfig(), Parallel{Workers: 2, SyncEvery: 1, Overlap: true}, 100)
+	n := net.NumParams()
+	set := func(i int, f func(j int) float32) {
+		v := make([]float32, n)
+		for j := range v {
+			v[j] = f(j)
+		}
+		rs.ts[i].net.SetParams(v)
+	}
+	get := func(i int) []float32 { return rs.ts[i].net.Params(nil) }
+	want := func(what string, i int, f func(j int) float32) {
+		t.Helper()
+		got := get(i)
+		for j := range got {
+			if got[j] != f(j) {
+				t.Fatalf("%s: replica %d parameter %d = %v; want %v", what, i, j, got[j], f(j))
+			}
+		}
+	}
+	// Small integers and halves: every sum below is exact in float32.
+	set(0, func(j int) float32 { return float32(j) })
+	set(1, func(j int) float32 { return float32(j + 2) })
+	rs.seen[0], rs.seen[1] = 1, 1
+	rs.exchange() // gives j and j+2: mean j+1, pending
+	want("first averaging", 0, func(j int) float32 { return float32(j) })
+	want("first averaging", 1, func(j int) float32 { return float32(j + 2) })
+
+	set(0, func(j int) float32 { return float32(j) + 4 })   // learned +4
+	set(1, func(j int) float32 { return float32(j+2) - 2 }) // learned -2
+	rs.seen[0], rs.seen[1] = 1, 3
+	rs.exchange() // takes j+1 plus what each learned, gives j+5 and j-1 weighted 1 and 3: mean j+0.5
+	want("second averaging", 0, func(j int) float32 { return float32(j) + 5 })
+	want("second averaging", 1, func(j int) float32 { return float32(j) - 1 })
+
+	set(0, func(j int) float32 { return float32(j) + 5 + 1 })
+	set(1, func(j int) float32 { return float32(j) - 1 })
+	rs.seen[0], rs.seen[1] = 1, 1
+	rs.average() // takes j+0.5 plus +1 and 0: j+1.5 and j+0.5, then their mean j+1
+	for i := range 2 {
+		want("end of the epoch", i, func(j int) float32 { return float32(j) + 1 })
+	}
+	if rs.pending {
+		t.Error("a mean is still pending after the end of the epoch")
+	}
 }

@@ -37,6 +37,7 @@ type options struct {
 	workers, syncs       []int
 	linearSyncs, seeds   []int
 	sqrtSyncs            []int
+	overlapSyncs         []int
 	warmup, threads      int
 }
 
@@ -56,6 +57,9 @@ func (s setting) syncName() string {
 }
 
 func (s setting) ruleName() string {
+	if s.p.Overlap {
+		return fmt.Sprintf("%v, warm-up %d, overlap", s.p.LR, s.p.WarmupEpochs)
+	}
 	if s.p.LR == finetune.LRLinear || s.p.LR == finetune.LRSqrt {
 		return fmt.Sprintf("%v, warm-up %d", s.p.LR, s.p.WarmupEpochs)
 	}
@@ -96,6 +100,7 @@ func parseFlags() (options, error) {
 		{"sync", "1,4,16,64,0", "the `S` values run with the constant rule (0: once per epoch)", &o.syncs},
 		{"linear", "1", "the `S` values run with the linear rule and its warm-up too", &o.linearSyncs},
 		{"sqrt", "", "the `S` values run with the sqrt rule and its warm-up too", &o.sqrtSyncs},
+		{"overlap", "", "the `S` values run with the linear rule, its warm-up and overlap (finetune.Parallel.Overlap) too", &o.overlapSyncs},
 		{"seeds", "1,2,3", "the `seeds`", &o.seeds},
 	} {
 		flag.String(l.name, l.def, l.usage)
@@ -133,8 +138,9 @@ func intList(s string) ([]int, error) {
 }
 
 // grid lists the settings: W = 1 once, every other W with each S under
-// the constant rule, each of linearSyncs under the linear rule and each of
-// sqrtSyncs under the sqrt rule.
+// the constant rule, each of linearSyncs under the linear rule, each of
+// sqrtSyncs under the sqrt rule and each of overlapSyncs under the linear
+// rule with overlap.
 func (o options) grid() []setting {
 	var g []setting
 	for _, w := range o.workers {
@@ -150,6 +156,9 @@ func (o options) grid() []setting {
 		}
 		for _, s := range o.sqrtSyncs {
 			g = append(g, setting{finetune.Parallel{Workers: w, SyncEvery: s, LR: finetune.LRSqrt, WarmupEpochs: o.warmup}})
+		}
+		for _, s := range o.overlapSyncs {
+			g = append(g, setting{finetune.Parallel{Workers: w, SyncEvery: s, LR: finetune.LRLinear, WarmupEpochs: o.warmup, Overlap: true}})
 		}
 	}
 	return g
