@@ -308,7 +308,9 @@ func newReplicas(net *Network, cfg Config, p Parallel, n int) *replicas {
 			rs.vecs[i] = make([]float32, net.numParams())
 		}
 		rs.avg = make([]float32, net.numParams())
-		rs.cur = make([]float32, net.numParams())
+		if p.Overlap {
+			rs.cur = make([]float32, net.numParams())
+		}
 	}
 	rs.warm = p.WarmupEpochs * rs.rounds(n)
 	return rs

@@ -32,7 +32,7 @@ type averaging struct {
 	final []int              // each replica's final round; 0 until it came
 	kept  map[int]*messages.Params
 	last  *messages.Params // the latest average
-	sum   []float64        // mean's accumulator, kept: a fresh one per round is the master's largest allocation
+	sum   []float64        // mean's accumulator, kept across rounds: a fresh one each round was the largest allocation of an average
 }
 
 func newAveraging(replicas int) *averaging {
