@@ -355,6 +355,11 @@ type Finetune struct {
 	LRRule string `mapstructure:"lr_rule" read:"workers"`
 	// WarmupEpochs is the linear rule's warm-up. Default 1.
 	WarmupEpochs int `mapstructure:"warmup_epochs" read:"workers"`
+	// BlockMomentum, in [0, 1), is the momentum of the workers' steps from
+	// one average to the next (block momentum): each worker goes from
+	// where the last average left it toward the new one, plus
+	// BlockMomentum times the step before. 0 takes each average as it is.
+	BlockMomentum float64 `mapstructure:"block_momentum" read:"workers"`
 }
 
 // Output says where results go.
@@ -470,6 +475,7 @@ func Defaults() map[string]any {
 		"finetune.sync_every":            16,
 		"finetune.lr_rule":               "linear",
 		"finetune.warmup_epochs":         1,
+		"finetune.block_momentum":        0.0,
 		"output.dir":                     "",
 		"reliability.checkpoint_every":   5,
 		"reliability.lost_after":         protocol.DefaultLostAfter,

@@ -257,11 +257,12 @@ func TestWrongTypeOneProblem(t *testing.T) {
 // Data-parallel fine-tuning names each key it cannot work with: its own
 // out of range, and the rest of the config that rules the workers out.
 func TestFinetuneWorkersProblems(t *testing.T) {
-	checkProblems(t, loadProblems(t, "finetune: {workers: 0, sync_every: 0, lr_rule: square, warmup_epochs: -1}\n"),
+	checkProblems(t, loadProblems(t, "finetune: {workers: 0, sync_every: 0, lr_rule: square, warmup_epochs: -1, block_momentum: 1}\n"),
 		"finetune.workers = 0: must be >= 1",
 		"finetune.sync_every = 0: must be >= 1",
 		`finetune.lr_rule = "square": must be one of linear, sqrt, constant`,
-		"finetune.warmup_epochs = -1: must be >= 0")
+		"finetune.warmup_epochs = -1: must be >= 0",
+		"finetune.block_momentum = 1: must be in [0, 1)")
 	checkProblems(t, loadProblems(t, "finetune: {workers: 4, epochs: 2, warmup_epochs: 3, patience: 2}\n"),
 		"finetune.warmup_epochs = 3: must be a number of epochs in [0, finetune.epochs = 2]",
 		"finetune.patience = 2: must be 0 with finetune.workers = 4: the workers' network is the last average, with no per-epoch selection")

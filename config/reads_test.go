@@ -14,7 +14,7 @@ func TestUnread(t *testing.T) {
 		"cluster.credits", "cluster.transport", "cluster.plan", "cluster.local_slaves", "cluster.machine_cpus",
 		"cluster.sync_every", "cluster.max_replicas", "cluster.replicate", "cluster.replica_tolerance", "reliability"}
 	nats := []string{"cluster.nats_url", "cluster.slaves", "cluster.join_timeout"}
-	workers := []string{"finetune.sync_every", "finetune.lr_rule", "finetune.warmup_epochs"}
+	workers := []string{"finetune.sync_every", "finetune.lr_rule", "finetune.warmup_epochs", "finetune.block_momentum"}
 	var finetune []string
 	for _, k := range Keys() {
 		if strings.HasPrefix(k, "finetune.") && k != "finetune.epochs" {

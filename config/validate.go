@@ -357,6 +357,7 @@ func (v *validation) finetuneWorkers() {
 	v.atLeast("finetune.sync_every", f.SyncEvery, 1)
 	v.oneOf("finetune.lr_rule", f.LRRule, "linear", "sqrt", "constant")
 	v.atLeast("finetune.warmup_epochs", f.WarmupEpochs, 0)
+	v.fraction("finetune.block_momentum", f.BlockMomentum)
 	if f.Workers <= 1 {
 		return
 	}

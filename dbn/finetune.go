@@ -114,10 +114,10 @@ func finetuneLocal(ctx context.Context, cfg *config.Config, log hclog.Logger, mo
 func finetuneDistributed(ctx context.Context, cfg *config.Config, opt Options, out string, net *finetune.Network, fit *data.Set, seed uint64, res *FinetuneResult) error {
 	f := cfg.Finetune
 	sync := f.SyncEvery
-	res.Plan = &FinetunePlan{Workers: f.Workers, SyncEvery: &sync, BatchPerWorker: min(f.BatchSize, fit.N),
+	res.Plan = &FinetunePlan{Workers: f.Workers, SyncEvery: &sync, BlockMomentum: f.BlockMomentum, BatchPerWorker: min(f.BatchSize, fit.N),
 		CPUs: cfg.Cluster.CPUsPerWorker, Threads: workerThreads(cfg.Cluster.CPUsPerWorker)}
 	opt.Logger.Info("fine-tuning on workers", "init", f.Init, "workers", f.Workers, "sync_every", f.SyncEvery, "lr_rule", f.LRRule,
-		"warmup_epochs", f.WarmupEpochs, "epochs", f.Epochs, "train", fit.N, "batch_size", f.BatchSize, "cpus_each", cfg.Cluster.CPUsPerWorker)
+		"warmup_epochs", f.WarmupEpochs, "block_momentum", f.BlockMomentum, "epochs", f.Epochs, "train", fit.N, "batch_size", f.BatchSize, "cpus_each", cfg.Cluster.CPUsPerWorker)
 	opt.Monitor.FinetunePlanned(monitorFinetunePlan(res.Plan))
 	st, recs, err := finetuneOnWorkers(ctx, cfg, opt, out, net, fit, seed)
 	if err != nil {

@@ -79,7 +79,7 @@ func finetuneOnWorkers(ctx context.Context, cfg *config.Config, opt Options, out
 
 // finetuneStage is the stage of the network net for fine-tuning on n
 // examples with cfg's finetune keys: windows of sync_every mini-batches,
-// the linear rule's warm-up in each worker's windows.
+// the linear rule's warm-up in each worker's windows, block momentum.
 func finetuneStage(cfg *config.Config, net *finetune.Network, n int, seed uint64) pipeline.StageConfig {
 	f := cfg.Finetune
 	batch := min(f.BatchSize, n)
@@ -96,7 +96,7 @@ func finetuneStage(cfg *config.Config, net *finetune.Network, n int, seed uint64
 		Momentum: [2]float64{f.Momentum, f.Momentum}, WeightDecay: f.WeightDecay, Seed: seed, Replicas: f.Workers,
 		Net: &pipeline.NetConfig{
 			Sizes: sizes, Init: net.Params(nil), Dropout: f.Dropout, InputDropout: f.InputDropout, MaxNorm: f.MaxNorm,
-			LabelSmoothing: f.LabelSmoothing, LR: lr, WarmupWindows: f.WarmupEpochs * perWorker,
+			LabelSmoothing: f.LabelSmoothing, LR: lr, WarmupWindows: f.WarmupEpochs * perWorker, BlockMomentum: f.BlockMomentum,
 		},
 	}
 }

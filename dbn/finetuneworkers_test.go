@@ -14,13 +14,13 @@ import (
 
 // workersBody is a small Fashion-MNIST job whose fine-tuning runs
 // data-parallel on two local worker processes, averaging every two
-// mini-batches, with checkpoints every two windows.
+// mini-batches with block momentum, with checkpoints every two windows.
 const workersBody = `
 name: workers
 data: {train_limit: 1200, test_limit: 300}
 dbn: {layers: [784, 48, 32]}
 pretrain: {mode: greedy, epochs: 1, batch_size: 20}
-finetune: {epochs: 4, batch_size: 20, workers: 2, sync_every: 2, dropout: 0.1}
+finetune: {epochs: 4, batch_size: 20, workers: 2, sync_every: 2, block_momentum: 0.25, dropout: 0.1}
 reliability: {checkpoint_every: 2, lost_after: 1s}
 `
 
@@ -38,8 +38,8 @@ func TestFinetuneOnWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	ft := res.Finetune
-	if p := ft.Plan; p == nil || p.Workers != 2 || p.SyncEvery == nil || *p.SyncEvery != 2 || p.BatchPerWorker != 20 {
-		t.Fatalf("plan %+v; want 2 workers, sync every 2, 20 examples a mini-batch", ft.Plan)
+	if p := ft.Plan; p == nil || p.Workers != 2 || p.SyncEvery == nil || *p.SyncEvery != 2 || p.BlockMomentum != 0.25 || p.BatchPerWorker != 20 {
+		t.Fatalf("plan %+v; want 2 workers, sync every 2, block momentum 0.5, 20 examples a mini-batch", ft.Plan)
 	}
 	if len(ft.History) != 4 || !(ft.History[3].Loss < ft.History[0].Loss) {
 		t.Errorf("history %+v; want 4 epochs, the loss falling", ft.History)
@@ -69,15 +69,21 @@ func TestFinetuneOnWorkers(t *testing.T) {
 // is SIGKILLed after the first epoch; the master declares it lost, a new
 // process of its name resumes from its last checkpoint, and the run ends
 // with the network of the run nobody killed, bit for bit: no mini-batch
-// lost or trained twice. result.json says what was redone. It runs alone:
+// lost or trained twice, and the killed worker's last block step (block
+// momentum) restored. result.json says what was redone. It runs alone:
 // the greedy pre-training before it runs in this process, whose BLAS
 // thread count other tests' runs set, and a thread count of its own
 // would give other bits.
 func TestKilledFinetuneWorkerRecovers(t *testing.T) {
 	slave := []string{slaveBin, "--window-delay", "20ms", "--status-every", "50ms"}
+	const block = "finetune.block_momentum=0.25"
 	calm := t.TempDir()
-	if _, err := Run(context.Background(), loadConfig(t, workersBody), Options{OutDir: calm, SlaveCommand: slave}); err != nil {
+	first, err := Run(context.Background(), loadConfig(t, workersBody, block), Options{OutDir: calm, SlaveCommand: slave})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if p := first.Finetune.Plan; p == nil || p.BlockMomentum != 0.25 {
+		t.Fatalf("plan %+v; want block momentum 0.25", p)
 	}
 	out := t.TempDir()
 	var mu sync.Mutex
@@ -98,7 +104,7 @@ func TestKilledFinetuneWorkerRecovers(t *testing.T) {
 			}
 		}
 	})
-	res, err := Run(context.Background(), loadConfig(t, workersBody), Options{OutDir: out, SlaveCommand: slave, Logger: log})
+	res, err := Run(context.Background(), loadConfig(t, workersBody, block), Options{OutDir: out, SlaveCommand: slave, Logger: log})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs)
 	}

@@ -251,6 +251,9 @@ type FinetunePlan struct {
 	// averages of the workers' networks; absent with one worker, which
 	// averages nothing.
 	SyncEvery *int `json:"sync_every,omitempty"`
+	// BlockMomentum is finetune.block_momentum, with more than one
+	// worker; absent when 0.
+	BlockMomentum float64 `json:"block_momentum,omitempty"`
 	// BatchPerWorker is the examples of each worker's mini-batch.
 	BatchPerWorker int `json:"batch_per_worker"`
 	// CPUs is the cap each worker ran under: cluster.cpus_per_worker, or 0

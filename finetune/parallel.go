@@ -85,6 +85,14 @@ type Parallel struct {
 	// for an average while it travels, at the price of taking each one an
 	// averaging late. It needs SyncEvery > 0.
 	Overlap bool
+	// BlockMomentum is beta of block momentum (block-wise model-update
+	// filtering, Chen and Huo 2016), in [0, 1): each averaging is a step
+	// of the whole network from x0, where the replicas started at the last
+	// averaging, toward their mean m, with heavy-ball momentum over those
+	// steps, d <- beta*d + (m - x0) and x <- x0 + d; 0 takes the mean as it
+	// is. It makes up for the steps local SGD loses to averaging. It needs
+	// Overlap off.
+	BlockMomentum float64
 }
 
 // Validate reports every invalid field of p at once, for a run of epochs
@@ -108,6 +116,12 @@ func (p Parallel) Validate(epochs int) error {
 	}
 	if p.Overlap && p.SyncEvery == 0 {
 		bad("Overlap", p.Overlap, "false with SyncEvery = 0: no averaging within an epoch to overlap")
+	}
+	if p.BlockMomentum < 0 || p.BlockMomentum >= 1 {
+		bad("BlockMomentum", p.BlockMomentum, "a momentum in [0, 1)")
+	}
+	if p.BlockMomentum != 0 && p.Overlap {
+		bad("BlockMomentum", p.BlockMomentum, "0 with Overlap: a late mean is no step from where the replicas started")
 	}
 	if p.WarmupEpochs > 0 && p.LR != LRLinear && p.LR != LRSqrt {
 		bad("WarmupEpochs", p.WarmupEpochs, fmt.Sprintf("0 with LR %v: the warm-up ramps a scaled rate", p.LR))
@@ -286,6 +300,10 @@ type replicas struct {
 	// room for a replica's parameters.
 	pending bool
 	cur     []float32
+	// With Parallel.BlockMomentum, origin is the network the replicas
+	// started from at the last averaging and step the last step from the
+	// one before.
+	origin, step []float32
 	// round counts the rounds of the whole run, for the warm-up; warm is
 	// the warm-up's length in rounds.
 	round, warm int
@@ -310,6 +328,10 @@ func newReplicas(net *Network, cfg Config, p Parallel, n int) *replicas {
 		rs.avg = make([]float32, net.numParams())
 		if p.Overlap {
 			rs.cur = make([]float32, net.numParams())
+		}
+		if p.BlockMomentum != 0 {
+			rs.origin = net.Params(nil)
+			rs.step = make([]float32, net.numParams())
 		}
 	}
 	rs.warm = p.WarmupEpochs * rs.rounds(n)
@@ -357,11 +379,11 @@ func (rs *replicas) epoch(ctx context.Context, train *data.Set, perm []int, e in
 		rs.round++
 		switch s := rs.p.SyncEvery; {
 		case r == rounds-1:
-			rs.average()
+			rs.average(e < cfg.Epochs)
 		case s > 0 && (r+1)%s == 0 && rs.p.Overlap:
 			rs.exchange()
 		case s > 0 && (r+1)%s == 0:
-			rs.average()
+			rs.average(true)
 		}
 	}
 	return EpochStats{
@@ -373,20 +395,38 @@ func (rs *replicas) epoch(ctx context.Context, train *data.Set, perm []int, e in
 }
 
 // average replaces every replica's parameters by their mean weighted by
-// the examples each saw since the last averaging; one replica has nothing
+// the examples each saw since the last averaging, or with block momentum
+// and block by the block step toward it (the last epoch's last averaging
+// is the mean, as the workers' master gives it); one replica has nothing
 // to average.
-func (rs *replicas) average() {
+func (rs *replicas) average(block bool) {
 	if len(rs.ts) > 1 {
 		rs.takePending()
 		for i, t := range rs.ts {
 			t.net.saveParams(rs.vecs[i])
 		}
 		Average(rs.avg, rs.vecs, rs.seen)
+		if rs.step != nil && block {
+			BlockStep(rs.avg, rs.origin, rs.step, float32(rs.p.BlockMomentum))
+		}
 		for _, t := range rs.ts {
 			t.net.loadParams(rs.avg)
 		}
 	}
 	clear(rs.seen)
+}
+
+// BlockStep is block momentum's step of beta from origin, where the
+// replicas started, toward mean, their mean now: step <- beta*step + (mean
+// - origin), origin <- origin + step, and mean <- origin; beta = 0 gives
+// mean, up to rounding.
+func BlockStep(mean, origin, step []float32, beta float32) {
+	for j, m := range mean {
+		d := beta*step[j] + (m - origin[j])
+		step[j] = d
+		origin[j] += d
+		mean[j] = origin[j]
+	}
 }
 
 // exchange is an averaging of overlap local SGD: every replica takes the

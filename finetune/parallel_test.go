@@ -245,6 +245,7 @@ func TestTrainParallelLearns(t *testing.T) {
 		{Workers: 3, SyncEvery: 0},
 		{Workers: 4, SyncEvery: 1, LR: LRLinear, WarmupEpochs: 2},
 		{Workers: 4, SyncEvery: 2, LR: LRLinear, WarmupEpochs: 2, Overlap: true},
+		{Workers: 4, SyncEvery: 4, LR: LRLinear, WarmupEpochs: 2, BlockMomentum: 0.5},
 	} {
 		run := func() (*Network, []EpochStats) {
 			n := Random([]int{64, 32}, 4, 1)
@@ -306,6 +307,11 @@ func TestTrainParallelBadConfig(t *testing.T) {
 	}
 	if err := (Parallel{Workers: 2, Overlap: true}).Validate(8); err == nil || !strings.Contains(err.Error(), "Overlap = true") {
 		t.Errorf("Overlap without SyncEvery: Validate error %v; want Overlap named", err)
+	}
+	for _, p := range []Parallel{{Workers: 2, BlockMomentum: 1}, {Workers: 2, BlockMomentum: -0.1}, {Workers: 2, SyncEvery: 1, Overlap: true, BlockMomentum: 0.5}} {
+		if err := p.Validate(8); err == nil || !strings.Contains(err.Error(), "BlockMomentum = ") {
+			t.Errorf("%+v: Validate error %v; want BlockMomentum named", p, err)
+		}
 	}
 	n := Random([]int{64, 8}, 4, 1)
 	before := n.Clone()
@@ -417,7 +423,7 @@ func TestOverlapTakesTheMeanAnAveragingLate(t *testing.T) {
 	set(0, func(j int) float32 { return float32(j) + 5 + 1 })
 	set(1, func(j int) float32 { return float32(j) - 1 })
 	rs.seen[0], rs.seen[1] = 1, 1
-	rs.average() // takes j+0.5 plus +1 and 0: j+1.5 and j+0.5, then their mean j+1
+	rs.average(false) // takes j+0.5 plus +1 and 0: j+1.5 and j+0.5, then their mean j+1
 	for i := range 2 {
 		want("end of the epoch", i, func(j int) float32 { return float32(j) + 1 })
 	}
@@ -425,3 +431,22 @@ func TestOverlapTakesTheMeanAnAveragingLate(t *testing.T) {
 		t.Error("a mean is still pending after the end of the epoch")
 	}
 }
+
+// TestBlockStepIsHeavyBallOnTheMeans checks block momentum's step on
+// numbers worked by hand: from origin 1 toward means 0.8 and then 0.5
+// with beta 0.5 the steps are -0.2 and then -0.3 + 0.5*(-0.2).
+func TestBlockStepIsHeavyBallOnTheMeans(t *testing.T) {
+	origin, step := []float32{1}, []float32{0}
+	mean := []float32{0.8}
+	BlockStep(mean, origin, step, 0.5)
+	if !near(step[0], -0.2) || !near(origin[0], 0.8) || mean[0] != origin[0] {
+		t.Fatalf("first step: step %v origin %v mean %v; want -0.2, 0.8, 0.8", step[0], origin[0], mean[0])
+	}
+	mean[0] = 0.5 // the replicas moved -0.3 from 0.8
+	BlockStep(mean, origin, step, 0.5)
+	if !near(step[0], -0.4) || !near(origin[0], 0.4) || mean[0] != origin[0] {
+		t.Fatalf("second step: step %v origin %v mean %v; want -0.4, 0.4, 0.4", step[0], origin[0], mean[0])
+	}
+}
+
+func near(a, b float32) bool { return math.Abs(float64(a-b)) < 1e-6 }

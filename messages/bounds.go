@@ -21,7 +21,8 @@ const MaxSmall = 64 << 10
 type Shape struct {
 	// Visible and Hidden are the sizes of L_(i-1) and L_i: W_i, A and B_i
 	// are the arrays of Weights, Params and Checkpoint (twice, with their
-	// momentum), and a window's rows are Visible values wide.
+	// momentum, and W once more as a block step), and a window's rows are
+	// Visible values wide.
 	Visible, Hidden int
 	// Epochs bounds the reconstruction errors, one per epoch, of Status,
 	// Weights and Checkpoint.
@@ -31,7 +32,8 @@ type Shape struct {
 	WindowRows int
 	// Flat, for the network of data-parallel fine-tuning, is the length of
 	// its flat parameter vector: the array of its Weights, Params and
-	// Checkpoint (twice, with its momentum) instead of W, A and B.
+	// Checkpoint (three times, with its momentum and block step) instead
+	// of W, A and B.
 	Flat int64
 }
 
@@ -53,7 +55,7 @@ func MaxSize(k Kind, s Shape) int64 {
 	case KindParams:
 		return sat.Add(MaxSmall, sat.Mul(4, params))
 	case KindCheckpoint:
-		return sat.Add(MaxSmall, sat.Add(sat.Mul(8, params), perEpoch))
+		return sat.Add(MaxSmall, sat.Add(sat.Mul(12, params), perEpoch))
 	case KindStatus:
 		return sat.Add(MaxSmall, perEpoch)
 	}

@@ -19,8 +19,9 @@ import (
 // (FragmentHeaderSize), so that a message in one fragment decodes in place;
 // version 12 adds a checkpoint's VelWCarry; version 13 a chunk's Labels
 // and Encoding, an assignment's Net and MiddleEncoding, and Hidden 0 in
-// parameters for a flat vector (paramsShape).
-const Version uint16 = 13
+// parameters for a flat vector (paramsShape); version 14 an assignment's
+// BlockMomentum and a checkpoint's BlockStep.
+const Version uint16 = 14
 
 const (
 	magic = "PDBN"

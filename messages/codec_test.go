@@ -104,7 +104,7 @@ func testMessages() []Message {
 			Credits: 4, CheckpointEvery: 5, Resume: true, Process: 0x9e3779b97f4a7c15,
 			SettleFrom: 120, SettleWindows: 12, SettleStart: 123, SettleTrain: 6, SettleLearningRate: 0.03, LCopyOnce: true,
 			Net: []int{500, 64, 500}, Dropout: 0.2, InputDropout: 0.1, MaxNorm: 3, LabelSmoothing: 0.05, RateRule: "sqrt", WarmupWindows: 40,
-			MiddleEncoding: EncodingUint8,
+			MiddleEncoding: EncodingUint8, BlockMomentum: 0.5,
 		},
 		testChunk(1, 16, 8, 8, 3),
 		&EndOfStream{RunID: "quickstart-20250101T120000", Incarnation: 2, RBM: 1, Epoch: 20, Windows: 480},
@@ -494,10 +494,10 @@ func testCheckpoint(v, h int) *Checkpoint {
 		ReconError: 0.04, BusySeconds: 3, WaitInputSeconds: 0.5, WaitCreditSeconds: 0.25,
 		W: make([]float32, v*h), A: make([]float32, v), B: make([]float32, h),
 		VelW: make([]float32, v*h), VelA: make([]float32, v), VelB: make([]float32, h), VelWCarry: 0.9,
-		RNG: make([]uint32, CheckpointRNGWords),
+		RNG: make([]uint32, CheckpointRNGWords), BlockStep: make([]float32, v*h),
 	}
 	for i := range c.W {
-		c.W[i], c.VelW[i] = float32(i+1)/10, -float32(i+1)/100
+		c.W[i], c.VelW[i], c.BlockStep[i] = float32(i+1)/10, -float32(i+1)/100, float32(i+1)/1000
 	}
 	for i := range c.A {
 		c.A[i], c.VelA[i] = float32(i)+0.5, -float32(i)-0.25
@@ -538,6 +538,15 @@ func TestFlatParamsShape(t *testing.T) {
 	if err := cp.Check("r", 1, 0, 2, 0); err != nil {
 		t.Fatalf("a flat checkpoint: %v", err)
 	}
+	cp.BlockStep = []float32{0.5, 0.25}
+	if err := cp.Check("r", 1, 0, 2, 0); err != nil {
+		t.Fatalf("a flat checkpoint with a block step: %v", err)
+	}
+	cp.BlockStep = cp.BlockStep[:1]
+	if err := cp.Check("r", 1, 0, 2, 0); !errors.Is(err, ErrShape) {
+		t.Errorf("a flat checkpoint with a short block step: Check() = %v; want ErrShape", err)
+	}
+	cp.BlockStep = nil
 	cp.VelW = cp.VelW[:1]
 	if err := cp.Check("r", 1, 0, 2, 0); !errors.Is(err, ErrShape) {
 		t.Errorf("a flat checkpoint with a short velocity: Check() = %v; want ErrShape", err)

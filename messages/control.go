@@ -222,11 +222,14 @@ type Assign struct {
 	// LabelSmoothing are its regularisers (finetune.Config's); RateRule
 	// ("constant", "linear" or "sqrt"; "" is constant) scales its learning
 	// rate with the replicas, reached over each replica's first
-	// WarmupWindows windows (finetune.LRRule).
+	// WarmupWindows windows (finetune.LRRule); BlockMomentum, in [0, 1),
+	// is the momentum of the replicas' steps from one average to the next
+	// (finetune.Parallel.BlockMomentum; 0: none).
 	Net                                            []int
 	Dropout, InputDropout, MaxNorm, LabelSmoothing float64
 	RateRule                                       string
 	WarmupWindows                                  int
+	BlockMomentum                                  float64
 }
 
 // NetParams returns the length of the flat parameter vector of a network
@@ -294,7 +297,7 @@ func (m *Assign) validateNet() error {
 	for _, p := range []struct {
 		name string
 		v    float64
-	}{{"dropout", m.Dropout}, {"input dropout", m.InputDropout}, {"label smoothing", m.LabelSmoothing}} {
+	}{{"dropout", m.Dropout}, {"input dropout", m.InputDropout}, {"label smoothing", m.LabelSmoothing}, {"block momentum", m.BlockMomentum}} {
 		if !(p.v >= 0 && p.v < 1) {
 			return invalid("%s %g: want a probability in [0, 1)", p.name, p.v)
 		}
@@ -351,6 +354,7 @@ func (m *Assign) fields(c *coder) {
 	c.str(&m.RateRule, "rate rule")
 	c.int(&m.WarmupWindows, "warmup windows")
 	c.u8((*uint8)(&m.MiddleEncoding), "middle encoding")
+	c.f64(&m.BlockMomentum, "block momentum")
 }
 
 // Stop tells the slaves to abandon a run.

@@ -268,6 +268,10 @@ type Checkpoint struct {
 	VelWCarry float64
 	// RNG is the sampling generator's state, 64 words.
 	RNG []uint32
+	// BlockStep, for a network whose replicas average with block momentum
+	// (Assign.BlockMomentum), is the step from the average before the
+	// last to the last, as long as W; empty otherwise.
+	BlockStep []float32
 }
 
 // GetWindows returns c.Windows, or 0 for a nil checkpoint.
@@ -299,6 +303,9 @@ func (m *Checkpoint) validate() error {
 	}
 	if c := m.VelWCarry; math.IsNaN(c) || math.Abs(c) > math.MaxFloat32 {
 		return invalid("vel w carry %g: want a finite float32", c)
+	}
+	if len(m.BlockStep) != 0 && len(m.BlockStep) != len(m.W) {
+		return shapeErr("block step of %d values for w of %d", len(m.BlockStep), len(m.W))
 	}
 	if len(m.RNG) != CheckpointRNGWords {
 		return shapeErr("rng of %d words, want %d", len(m.RNG), CheckpointRNGWords)
@@ -345,6 +352,7 @@ func (m *Checkpoint) fields(c *coder) {
 	c.f32s(&m.VelB, "vel b")
 	c.f64(&m.VelWCarry, "vel w carry")
 	c.u32s(&m.RNG, "rng")
+	c.f32s(&m.BlockStep, "block step")
 }
 
 // CheckpointAck tells a slave that the master stored its checkpoint at

@@ -30,6 +30,9 @@ type NetConfig struct {
 	// first WarmupWindows windows of each replica (finetune.Parallel).
 	LR            finetune.LRRule
 	WarmupWindows int
+	// BlockMomentum is finetune.Parallel's: the momentum of each replica's
+	// steps from one average to the next (0: it takes each as it is).
+	BlockMomentum float64
 	// Replica is the stage's place among the replicas, from 0.
 	Replica int
 }
@@ -61,6 +64,10 @@ type NetStage struct {
 	stats      Stats
 	epochEnded bool
 	params     []float32 // Params's vector, refreshed by Params
+	// With block momentum (NetConfig.BlockMomentum and replicas), origin
+	// is the network at the last average, step the block step that led
+	// there, and next room for the next.
+	origin, step, next []float32
 }
 
 // NewNetStage returns the network stage cfg describes, at cfg.Net.Init.
@@ -76,12 +83,20 @@ func NewNetStage(cfg StageConfig) *NetStage {
 		Momentum: cfg.Momentum[0], WeightDecay: cfg.WeightDecay, Seed: cfg.Seed,
 		Dropout: n.Dropout, InputDropout: n.InputDropout, MaxNorm: n.MaxNorm, LabelSmoothing: n.LabelSmoothing,
 	}
-	return &NetStage{
-		cfg: cfg, net: net, ft: ft, par: finetune.Parallel{Workers: max(cfg.Replicas, 1), LR: n.LR},
+	s := &NetStage{
+		cfg: cfg, net: net, ft: ft, par: finetune.Parallel{Workers: max(cfg.Replicas, 1), LR: n.LR, BlockMomentum: n.BlockMomentum},
 		worker: finetune.NewWorker(net, ft, n.Replica, cfg.BatchSize),
 		stats:  Stats{Index: cfg.Index},
 	}
+	if s.blocks() {
+		s.origin, s.step, s.next = net.Params(nil), make([]float32, n.NumParams()), make([]float32, n.NumParams())
+	}
+	return s
 }
+
+// blocks reports whether the stage takes the replicas' averages with block
+// momentum.
+func (s *NetStage) blocks() bool { return s.par.BlockMomentum != 0 && s.par.Workers > 1 }
 
 // Config returns the stage's configuration.
 func (s *NetStage) Config() StageConfig { return s.cfg }
@@ -170,11 +185,18 @@ func (s *NetStage) Params() (w, a, b []float32) {
 	return s.params, nil, nil
 }
 
-// SetParams loads the flat parameter vector w into the network; a and b
-// must be empty.
+// SetParams takes the replicas' average w, a flat parameter vector: the
+// network becomes w, or with block momentum the block step toward it
+// (finetune.BlockStep), which leaves the replicas alike, as all take the
+// same steps from the same average. a and b must be empty.
 func (s *NetStage) SetParams(w, a, b []float32) {
 	if len(a) != 0 || len(b) != 0 {
 		panic("pipeline: a network's parameters are one flat vector")
+	}
+	if s.blocks() {
+		copy(s.next, w)
+		finetune.BlockStep(s.next, s.origin, s.step, float32(s.par.BlockMomentum))
+		w = s.next
 	}
 	s.net.SetParams(w)
 }
@@ -183,13 +205,16 @@ func (s *NetStage) SetParams(w, a, b []float32) {
 func (s *NetStage) Network() *finetune.Network { return s.net }
 
 // Snapshot returns a copy of the stage's state: its flat parameters as W,
-// its momentum buffers as the trainer's VelW.
+// its momentum buffers as the trainer's VelW, and with block momentum the
+// last block step. A replica's snapshot that a restart uses is taken at
+// an average, where the network is the block's origin (RestoreNetStage).
 func (s *NetStage) Snapshot() StageState {
 	ws := s.worker.State()
 	return StageState{
 		Windows: s.windows, Epoch: s.epoch, EpochSSE: s.lossSum, EpochElems: float64(s.lossRows),
 		EpochEnded: s.epochEnded, Stats: s.Stats(), W: s.net.Params(nil),
-		Trainer: rbm.TrainerState{VelW: ws.Velocity, VelWCarry: ws.VelCarry},
+		Trainer:   rbm.TrainerState{VelW: ws.Velocity, VelWCarry: ws.VelCarry},
+		BlockStep: append([]float32(nil), s.step...),
 	}
 }
 
@@ -200,11 +225,18 @@ func RestoreNetStage(cfg StageConfig, st StageState) (*NetStage, error) {
 	if len(st.W) != p || len(st.Trainer.VelW) != p || len(st.A) != 0 || len(st.B) != 0 {
 		return nil, fmt.Errorf("fine-tuning: checkpoint holds %d parameters and %d velocities (and %d, %d biases) for a network of %d", len(st.W), len(st.Trainer.VelW), len(st.A), len(st.B), p)
 	}
+	s := NewNetStage(cfg)
+	if want := len(s.step); len(st.BlockStep) != want {
+		return nil, fmt.Errorf("fine-tuning: checkpoint holds a block step of %d values; block momentum %g on %d replicas wants %d", len(st.BlockStep), cfg.Net.BlockMomentum, cfg.Replicas, want)
+	}
 	if st.Windows < 0 || st.Epoch < 0 || st.Epoch >= max(cfg.Epochs, 1) || st.EpochElems < 0 {
 		return nil, fmt.Errorf("fine-tuning: checkpoint at window %d, epoch %d of %d: out of range", st.Windows, st.Epoch, cfg.Epochs)
 	}
-	s := NewNetStage(cfg)
 	s.net.SetParams(st.W)
+	if s.blocks() {
+		copy(s.origin, st.W)
+		copy(s.step, st.BlockStep)
+	}
 	ws := s.worker.State() // the generators: Train reseeds them every window
 	ws.Velocity, ws.VelCarry = st.Trainer.VelW, st.Trainer.VelWCarry
 	if err := s.worker.Restore(ws); err != nil {

@@ -103,3 +103,57 @@ func TestNetStageRejects(t *testing.T) {
 		t.Error("RestoreNetStage of a short parameter vector: no error")
 	}
 }
+
+// With block momentum a replica takes each average as a block step
+// (finetune.BlockStep) from where the last left it, and a replica restored
+// from a snapshot taken at an average takes the next ones alike.
+func TestNetStageBlockMomentum(t *testing.T) {
+	t.Parallel()
+	cfg := netStageConfig()
+	cfg.Replicas, cfg.Net.BlockMomentum = 2, 0.5
+	ws := labelledWindows(t, cfg, 22)
+	a := NewNetStage(cfg)
+	origin := slices.Clone(cfg.Net.Init)
+	step := make([]float32, len(origin))
+	avg := func(s *NetStage, j int) []float32 { // a made-up average: the stage's parameters, moved
+		p, _, _ := s.Params()
+		m := slices.Clone(p)
+		for i := range m {
+			m[i] += float32(j+1) / 100
+		}
+		return m
+	}
+	var b *NetStage
+	for j, w := range ws {
+		if err := a.Train(w, nil); err != nil {
+			t.Fatal(err)
+		}
+		m := avg(a, j)
+		a.SetParams(m, nil, nil)
+		finetune.BlockStep(m, origin, step, 0.5)
+		if p, _, _ := a.Params(); !slices.Equal(p, m) {
+			t.Fatalf("after average %d: the parameters are not the block step toward it", j+1)
+		}
+		if b != nil {
+			if err := b.Train(w, nil); err != nil {
+				t.Fatal(err)
+			}
+			b.SetParams(avg(b, j), nil, nil)
+			pa, _, _ := a.Params()
+			if pb, _, _ := b.Params(); !slices.Equal(pa, pb) {
+				t.Fatalf("after average %d: the restored replica differs", j+1)
+			}
+		}
+		if j == 1 {
+			var err error
+			if b, err = RestoreNetStage(cfg, a.Snapshot()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st := a.Snapshot()
+	st.BlockStep = nil
+	if _, err := RestoreNetStage(cfg, st); err == nil || !strings.Contains(err.Error(), "block step of 0 values") {
+		t.Errorf("RestoreNetStage without the block step: %v; want an error naming it", err)
+	}
+}

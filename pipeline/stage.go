@@ -576,6 +576,9 @@ type StageState struct {
 	W, A, B []float32
 	// Trainer holds the momentum buffers and the sampling generator.
 	Trainer rbm.TrainerState
+	// BlockStep is a network stage's last block step (NetStage); empty
+	// without block momentum, and for an RBM.
+	BlockStep []float32
 }
 
 // Snapshot returns a copy of the stage's state. Take it between windows.

@@ -39,6 +39,7 @@ type options struct {
 	sqrtSyncs            []int
 	overlapSyncs         []int
 	warmup, threads      int
+	block                float64
 }
 
 // setting is one cell of the grid: W, S and the rule.
@@ -57,6 +58,11 @@ func (s setting) syncName() string {
 }
 
 func (s setting) ruleName() string {
+	if beta := s.p.BlockMomentum; beta != 0 {
+		plain := s
+		plain.p.BlockMomentum = 0
+		return fmt.Sprintf("%v, block momentum %v", plain.ruleName(), beta)
+	}
 	if s.p.Overlap {
 		return fmt.Sprintf("%v, warm-up %d, overlap", s.p.LR, s.p.WarmupEpochs)
 	}
@@ -91,6 +97,7 @@ func parseFlags() (options, error) {
 	flag.Float64Var(&o.cfg.Momentum, "momentum", 0.9, "momentum")
 	flag.IntVar(&o.warmup, "warmup", 1, "the linear rule's warm-up in `epochs`")
 	flag.IntVar(&o.threads, "threads", 0, "BLAS threads (0: leave as is)")
+	flag.Float64Var(&o.block, "block-momentum", 0, "finetune.Parallel.BlockMomentum, beta, for every setting with W > 1 but overlap's")
 	lists := map[string]*[]int{}
 	for _, l := range []struct {
 		name, def, usage string
@@ -149,13 +156,13 @@ func (o options) grid() []setting {
 			continue
 		}
 		for _, s := range o.syncs {
-			g = append(g, setting{finetune.Parallel{Workers: w, SyncEvery: s}})
+			g = append(g, setting{finetune.Parallel{Workers: w, SyncEvery: s, BlockMomentum: o.block}})
 		}
 		for _, s := range o.linearSyncs {
-			g = append(g, setting{finetune.Parallel{Workers: w, SyncEvery: s, LR: finetune.LRLinear, WarmupEpochs: o.warmup}})
+			g = append(g, setting{finetune.Parallel{Workers: w, SyncEvery: s, LR: finetune.LRLinear, WarmupEpochs: o.warmup, BlockMomentum: o.block}})
 		}
 		for _, s := range o.sqrtSyncs {
-			g = append(g, setting{finetune.Parallel{Workers: w, SyncEvery: s, LR: finetune.LRSqrt, WarmupEpochs: o.warmup}})
+			g = append(g, setting{finetune.Parallel{Workers: w, SyncEvery: s, LR: finetune.LRSqrt, WarmupEpochs: o.warmup, BlockMomentum: o.block}})
 		}
 		for _, s := range o.overlapSyncs {
 			g = append(g, setting{finetune.Parallel{Workers: w, SyncEvery: s, LR: finetune.LRLinear, WarmupEpochs: o.warmup, Overlap: true}})

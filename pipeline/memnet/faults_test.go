@@ -91,8 +91,9 @@ func tinyReplicas() (protocol.MasterConfig, []string) {
 // simulate hundreds of times a second: a 12-8-3 network on three replicas,
 // averaging every two windows, 3 epochs of 48 labelled rows in windows of
 // two mini-batches of 4, and dropout, so that a replica that trains a
-// window again must draw the same masks.
-func tinyFinetune() (protocol.MasterConfig, []string) {
+// window again must draw the same masks; its replicas take the averages
+// with block momentum beta.
+func tinyFinetune(beta float64) (protocol.MasterConfig, []string) {
 	cfg, _ := tiny(2)
 	const classes = 3
 	labels := make([]uint8, cfg.N)
@@ -105,7 +106,7 @@ func tinyFinetune() (protocol.MasterConfig, []string) {
 	cfg.Stages = []pipeline.StageConfig{{
 		Index: 1, Visible: 12, Hidden: classes, Units: rbm.Bernoulli, Epochs: 3, BatchSize: 4, K: 2, CDK: 1,
 		Middle: rbm.Probabilities, LearningRate: [2]float64{0.2, 0.05}, Momentum: [2]float64{0.9, 0.9}, Seed: 11, Replicas: 3,
-		Net: &pipeline.NetConfig{Sizes: sizes, Init: init, Dropout: 0.2, LR: finetune.LRLinear, WarmupWindows: 2},
+		Net: &pipeline.NetConfig{Sizes: sizes, Init: init, Dropout: 0.2, LR: finetune.LRLinear, WarmupWindows: 2, BlockMomentum: beta},
 	}}
 	cfg.Labels, cfg.Run.ID = labels, "faults-ft"
 	cfg.Replicas, cfg.SyncEvery = []int{3}, 2
@@ -190,24 +191,44 @@ func TestFaultSchedulesWithReplicas(t *testing.T) {
 // of the fault-free run, bit for bit, its replicas together having trained
 // every mini-batch exactly once.
 func TestFaultSchedulesWithFinetune(t *testing.T) {
-	cfg, slaves := tinyFinetune()
+	cfg, slaves := tinyFinetune(0)
 	runs := max(1, envInt(t, "PIPEDBN_FAULT_RUNS", 200)/2)
 	runSchedules(t, "TestFaultSchedulesWithFinetune", cfg, slaves, envInt(t, "PIPEDBN_FAULT_SEED", 1), finetuneSeeds, runs, false)
 }
 
-// TestMasterRestartWithFinetune is TestMasterRestart on tinyFinetune.
+// TestFaultSchedulesWithBlockMomentum is TestFaultSchedulesWithFinetune
+// with block momentum, whose last step a restarted replica must take
+// from its checkpoint.
+func TestFaultSchedulesWithBlockMomentum(t *testing.T) {
+	cfg, slaves := tinyFinetune(0.5)
+	runs := max(1, envInt(t, "PIPEDBN_FAULT_RUNS", 200)/2)
+	runSchedules(t, "TestFaultSchedulesWithBlockMomentum", cfg, slaves, envInt(t, "PIPEDBN_FAULT_SEED", 1), blockSeeds, runs, false)
+}
+
+// TestMasterRestartWithFinetune is TestMasterRestart on tinyFinetune,
+// with and without block momentum.
 func TestMasterRestartWithFinetune(t *testing.T) {
-	cfg, slaves := tinyFinetune()
-	masterRestarts(t, cfg, slaves)
+	for _, beta := range []float64{0, 0.5} {
+		cfg, slaves := tinyFinetune(beta)
+		masterRestarts(t, cfg, slaves)
+	}
 }
 
 // A network trained over the protocol learns: its loss falls epoch by
 // epoch, and it classifies the training rows better than chance.
 func TestFinetuneLearns(t *testing.T) {
-	cfg, slaves := tinyFinetune()
+	cfg, slaves := tinyFinetune(0)
 	got, _, transcript, err := simulate(cfg, slaves, nil)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, strings.Join(transcript, "\n"))
+	}
+	blockCfg, _ := tinyFinetune(0.5)
+	block, _, transcript, err := simulate(blockCfg, slaves, nil)
+	if err != nil {
+		t.Fatalf("with block momentum: %v\n%s", err, strings.Join(transcript, "\n"))
+	}
+	if sameParams(got[0], block[0]) {
+		t.Error("block momentum 0.5 trained the network of block momentum 0: the replicas took the averages as they are")
 	}
 	loss := got[0].Stats.Recon
 	if len(loss) != 3 || !(loss[2] < loss[0]) {
@@ -256,6 +277,7 @@ const (
 	spareSeeds    = 100_000
 	replicaSeeds  = 200_000
 	finetuneSeeds = 300_000
+	blockSeeds    = 400_000
 )
 
 // runSchedules runs cfg on slaves (and a spare slave) through runs random

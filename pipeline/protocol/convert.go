@@ -53,7 +53,7 @@ func netConfig(a *messages.Assign) (*pipeline.NetConfig, error) {
 	}
 	return &pipeline.NetConfig{
 		Sizes: a.Net, Dropout: a.Dropout, InputDropout: a.InputDropout, MaxNorm: a.MaxNorm, LabelSmoothing: a.LabelSmoothing,
-		LR: lr, WarmupWindows: a.WarmupWindows, Replica: a.Replica,
+		LR: lr, WarmupWindows: a.WarmupWindows, BlockMomentum: a.BlockMomentum, Replica: a.Replica,
 	}, nil
 }
 
@@ -74,7 +74,7 @@ func assignment(run Run, c pipeline.StageConfig, rbms, rows, credits, checkpoint
 	}
 	if n := c.Net; n != nil {
 		a.Net, a.Dropout, a.InputDropout, a.MaxNorm, a.LabelSmoothing = n.Sizes, n.Dropout, n.InputDropout, n.MaxNorm, n.LabelSmoothing
-		a.RateRule, a.WarmupWindows = n.LR.String(), n.WarmupWindows
+		a.RateRule, a.WarmupWindows, a.BlockMomentum = n.LR.String(), n.WarmupWindows, n.BlockMomentum
 	}
 	return a
 }
@@ -168,7 +168,7 @@ func CheckpointOf(run Run, cfg pipeline.StageConfig, s pipeline.StageState) *mes
 		BusySeconds: s.Stats.Busy.Seconds(), WaitInputSeconds: s.Stats.WaitInput.Seconds(),
 		WaitCreditSeconds: s.Stats.WaitCredit.Seconds(),
 		W:                 s.W, A: s.A, B: s.B, VelW: s.Trainer.VelW, VelA: s.Trainer.VelA, VelB: s.Trainer.VelB,
-		VelWCarry: float64(s.Trainer.VelWCarry), RNG: s.Trainer.RNG[:],
+		VelWCarry: float64(s.Trainer.VelWCarry), RNG: s.Trainer.RNG[:], BlockStep: s.BlockStep,
 	}
 }
 
@@ -182,7 +182,8 @@ func StageStateOf(c *messages.Checkpoint) pipeline.StageState {
 			Busy: Seconds(c.BusySeconds), WaitInput: Seconds(c.WaitInputSeconds), WaitCredit: Seconds(c.WaitCreditSeconds),
 		},
 		W: c.W, A: c.A, B: c.B,
-		Trainer: rbm.TrainerState{VelW: c.VelW, VelA: c.VelA, VelB: c.VelB, VelWCarry: float32(c.VelWCarry)},
+		Trainer:   rbm.TrainerState{VelW: c.VelW, VelA: c.VelA, VelB: c.VelB, VelWCarry: float32(c.VelWCarry)},
+		BlockStep: c.BlockStep,
 	}
 	copy(s.Trainer.RNG[:], c.RNG)
 	return s
