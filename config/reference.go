@@ -219,8 +219,9 @@ var keyDocs = map[string]keyDoc{
 		text: "The linear rule's warm-up, in epochs: the rate rises from `learning_rate` to `workers` times it over them."},
 	"finetune.block_momentum": {allowed: "[0, 1)",
 		text: "Block momentum: every worker steps from where the last average left it toward the new one, plus `block_momentum` " +
-			"times the step before (Chen and Huo's block-wise model-update filtering); 0 takes each average as it is. It makes up " +
-			"for the steps local SGD loses to averaging (docs/results.md, \"Fine-tuning on workers\")."},
+			"times the step before (Chen and Huo's block-wise model-update filtering); 0 takes each average as it is. On long runs " +
+			"averaging every 8-16 mini-batches it makes up for the steps local SGD loses to averaging; on brief runs averaging every few " +
+			"mini-batches it adds to the workers' own momentum and overshoots (docs/results.md, \"Fine-tuning on workers\")."},
 
 	"output.dir": {allowed: "a folder; \"\": `runs/<name>`",
 		text: "The folder a run writes result.json, weights.npz and its logs to; `--out DIR` overrides it."},

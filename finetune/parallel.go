@@ -90,7 +90,8 @@ type Parallel struct {
 	// of the whole network from x0, where the replicas started at the last
 	// averaging, toward their mean m, with heavy-ball momentum over those
 	// steps, d <- beta*d + (m - x0) and x <- x0 + d; 0 takes the mean as it
-	// is. It makes up for the steps local SGD loses to averaging. It needs
+	// is. It can make up for the steps local SGD loses to averaging; with
+	// small SyncEvery it adds to the replicas' own momentum. It needs
 	// Overlap off.
 	BlockMomentum float64
 }
