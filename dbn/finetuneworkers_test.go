@@ -14,13 +14,13 @@ import (
 
 // workersBody is a small Fashion-MNIST job whose fine-tuning runs
 // data-parallel on two local worker processes, averaging every two
-// mini-batches with block momentum, with checkpoints every two windows.
+// mini-batches, with checkpoints every two windows.
 const workersBody = `
 name: workers
 data: {train_limit: 1200, test_limit: 300}
 dbn: {layers: [784, 48, 32]}
 pretrain: {mode: greedy, epochs: 1, batch_size: 20}
-finetune: {epochs: 4, batch_size: 20, workers: 2, sync_every: 2, block_momentum: 0.25, dropout: 0.1}
+finetune: {epochs: 4, batch_size: 20, workers: 2, sync_every: 2, dropout: 0.1}
 reliability: {checkpoint_every: 2, lost_after: 1s}
 `
 
@@ -38,8 +38,8 @@ func TestFinetuneOnWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	ft := res.Finetune
-	if p := ft.Plan; p == nil || p.Workers != 2 || p.SyncEvery == nil || *p.SyncEvery != 2 || p.BlockMomentum != 0.25 || p.BatchPerWorker != 20 {
-		t.Fatalf("plan %+v; want 2 workers, sync every 2, block momentum 0.5, 20 examples a mini-batch", ft.Plan)
+	if p := ft.Plan; p == nil || p.Workers != 2 || p.SyncEvery == nil || *p.SyncEvery != 2 || p.BlockMomentum != 0 || p.BatchPerWorker != 20 {
+		t.Fatalf("plan %+v; want 2 workers, sync every 2, no block momentum, 20 examples a mini-batch", ft.Plan)
 	}
 	if len(ft.History) != 4 || !(ft.History[3].Loss < ft.History[0].Loss) {
 		t.Errorf("history %+v; want 4 epochs, the loss falling", ft.History)
