@@ -103,18 +103,46 @@ func (s *JetStreamStore) Replicas() int { return s.replicas }
 // its default timeout (5 s) otherwise; a put whose acks are lost, because
 // its stream's leader died with a server of the cluster, would wait out the
 // whole deadline. So it gets ctx without its deadline, ended when ctx
-// ends.
+// ends. Put and Get wait while nothing serves the bucket (whileNoResponders).
 func (s *JetStreamStore) Put(ctx context.Context, name string, data []byte) error {
 	put, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	defer context.AfterFunc(ctx, cancel)()
-	_, err := s.obs.PutBytes(put, name, data)
-	return err
+	return whileNoResponders(put, func() error {
+		_, err := s.obs.PutBytes(put, name, data)
+		return err
+	})
+}
+
+// noRespondersWait is how long Put and Get wait before they try again
+// when nothing serves the bucket's stream yet.
+const noRespondersWait = 250 * time.Millisecond
+
+// whileNoResponders calls op until it returns anything but "no
+// responders", or ctx ends. Nothing serves a bucket's stream for a moment
+// after it is created on a cluster, until its replicas elect a leader, or
+// while they elect a new one.
+func whileNoResponders(ctx context.Context, op func() error) error {
+	for {
+		err := op()
+		if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse) {
+			return err
+		}
+		select {
+		case <-time.After(noRespondersWait):
+		case <-ctx.Done():
+			return err
+		}
+	}
 }
 
 // Get implements Store.
 func (s *JetStreamStore) Get(ctx context.Context, name string) ([]byte, error) {
-	b, err := s.obs.GetBytes(ctx, name)
+	var b []byte
+	err := whileNoResponders(ctx, func() (err error) {
+		b, err = s.obs.GetBytes(ctx, name)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return nil, fmt.Errorf("%s: %w", name, protocol.ErrNotStored)
 	}
