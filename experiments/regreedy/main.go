@@ -1,0 +1,117 @@
+// Command regreedy trains one RBM of a finished run again, greedily, on
+// its input as that run's own RBMs below it give it, and prints both
+// RBMs' final reconstruction errors on that input: whether an upper RBM
+// of a pipelined run ends above greedy's because it learnt worse, or
+// because the RBMs below it give it a harder input.
+//
+//	go run ./experiments/regreedy -run DIR -config FILE -rbm 6 [-set key=value ...]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pipedbn/pipedbn/config"
+	"github.com/pipedbn/pipedbn/data"
+	"github.com/pipedbn/pipedbn/dbn"
+	"github.com/pipedbn/pipedbn/pipeline"
+	"github.com/pipedbn/pipedbn/rbm"
+)
+
+type sets []string
+
+func (s *sets) String() string     { return strings.Join(*s, ",") }
+func (s *sets) Set(v string) error { *s = append(*s, v); return nil }
+
+func main() {
+	runDir := flag.String("run", "", "the run's output folder (weights.npz)")
+	file := flag.String("config", "", "the run's config")
+	k := flag.Int("rbm", 0, "the RBM to train again (2 or more)")
+	seed := flag.Uint64("seed", 1, "the shuffle seed of the greedy retraining")
+	var set sets
+	flag.Var(&set, "set", "key=value over the config")
+	flag.Parse()
+	if err := run(*runDir, *file, set, *k, *seed); err != nil {
+		fmt.Fprintln(os.Stderr, "regreedy:", err)
+		os.Exit(1)
+	}
+}
+
+func run(runDir, file string, set []string, k int, seed uint64) error {
+	cfg, err := config.Load(file, set)
+	if err != nil {
+		return err
+	}
+	train, _, err := dbn.LoadData(cfg)
+	if err != nil {
+		return err
+	}
+	m, err := dbn.LoadModel(runDir)
+	if err != nil {
+		return err
+	}
+	if k < 2 || k > len(m.Pretrained) {
+		return fmt.Errorf("-rbm %d: want 2 to %d", k, len(m.Pretrained))
+	}
+	x, n := train.X, train.N
+	for i := 0; i < k-1; i++ {
+		x = transform(m.Pretrained[i].W, m.Pretrained[i].B, x, n)
+	}
+	stage := dbn.StageConfigs(cfg)[k-1]
+	stages, err := pipeline.Greedy(context.Background(), x, n, []pipeline.StageConfig{stage}, []uint64{seed}, pipeline.Hooks{})
+	if err != nil {
+		return err
+	}
+	again := stages[0].RBM()
+	rows := min(n, 10000)
+	fmt.Printf("rbm %d: the run's %.6f, greedy again on the run's input %.6f\n", k,
+		reconError(runRBM(m, k, x), x, rows), reconError(again, x, rows))
+	return nil
+}
+
+// transform returns the hidden probabilities of n rows of x through W
+// (in x out, row-major) and b.
+func transform(w, b, x []float32, n int) []float32 {
+	in, out := len(x)/n, len(b)
+	r := &rbm.RBM{Visible: in, Hidden: out, W: w, B: b, A: make([]float32, in)}
+	next := make([]float32, n*out)
+	r.HiddenProbs(next, x, n)
+	return next
+}
+
+// runRBM is RBM_k of the run whose model is m, with its visible biases
+// a<k> from its weights.npz.
+func runRBM(m *dbn.Model, k int, x []float32) *rbm.RBM {
+	arrays, err := data.ReadNPZFloats(filepath.Join(m.Dir, dbn.WeightsFile))
+	if err != nil {
+		panic(err)
+	}
+	a, ok := arrays[fmt.Sprintf("a%d", k)]
+	if !ok {
+		panic(fmt.Sprintf("%s holds no a%d", m.Dir, k))
+	}
+	l := m.Pretrained[k-1]
+	return &rbm.RBM{Visible: l.In, Hidden: l.Out, W: l.W, B: l.B, A: a.Values}
+}
+
+// reconError is r's mean squared reconstruction error on the first n rows
+// of in, as result.json's final_recon_error measures it.
+func reconError(r *rbm.RBM, in []float32, n int) float64 {
+	const batch = 500
+	tr := rbm.NewTrainer(r.Clone(), min(batch, n), 1, 1)
+	sse := 0.0
+	for lo := 0; lo < n; lo += batch {
+		rows := min(batch, n-lo)
+		e, err := tr.Step(in[lo*r.Visible:(lo+rows)*r.Visible], rows, rbm.Params{}, nil, rbm.Probabilities)
+		if err != nil {
+			return math.NaN()
+		}
+		sse += e
+	}
+	return sse / float64(n*r.Visible)
+}
