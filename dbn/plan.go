@@ -103,6 +103,7 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 	machineCPUs := lay.sizeMachines(cl, localProcesses(cl, len(stages), explicit, capped), capped)
 	job := localJob(cl, stages, examples)
 	job.Data = exact
+	calibrating := time.Now()
 	lay.speed = measureSpeed()
 	pc := plan.Cluster{Network: plan.Network{Latency: localLatency}, ByteWork: localByteWork}
 	cpusOf := map[string]float64{}
@@ -115,6 +116,7 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 	if err != nil {
 		return nil, fmt.Errorf("plan the local slaves: %w", err)
 	}
+	lay.plan.Calibrated(time.Since(calibrating).Seconds())
 	for _, g := range lay.plan.Groups {
 		for k, name := range g.Machines {
 			pr := proc{first: g.First, last: g.Last, replica: k, replicas: len(g.Machines)}

@@ -53,7 +53,8 @@
 // fed round-robin, so the slowest paces a group. The pipeline's window is
 // its slowest group's (or the master's link's, streaming every data
 // window), and a run of W windows takes (W-1)·window plus the first
-// window's transit through the groups. Greedy pre-training is predicted on
+// window's transit through the groups, plus the calibration that measured
+// the machines, where the caller tells it (Plan.Calibrated). Greedy pre-training is predicted on
 // the fastest machine as W windows of every RBM, without the transforms
 // between RBMs, so predicted speed-ups are slightly low. Network and
 // ByteWork have the meaning of experiments.SimNetwork and SimJob.ByteCost,

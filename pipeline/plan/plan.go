@@ -76,8 +76,11 @@ type Plan struct {
 	Bottleneck int
 	// Seconds is the predicted pre-training time: Job.Windows windows at
 	// Window each, plus the pipeline's fill (the first window's transit
-	// through the groups before the bottleneck's pace).
+	// through the groups before the bottleneck's pace), plus Calibration.
 	Seconds float64
+	// Calibration is the seconds the run spent measuring its machines
+	// for the plan (Calibrated): they are part of its pre-training.
+	Calibration float64
 	// Greedy is the predicted greedy pre-training time on the fastest
 	// machine, GreedyOn, with all its CPUs: training only (the transforms
 	// between RBMs are left out, so speed-ups are slightly understated).
@@ -85,6 +88,15 @@ type Plan struct {
 	GreedyOn string
 	// capacity is the cluster's training rate over the fastest machine's.
 	capacity float64
+	// pipeline is Seconds less Calibration.
+	pipeline float64
+}
+
+// Calibrated counts the seconds the calibration that measured the
+// machines took in p's Seconds: a run spends them before its first window.
+func (p *Plan) Calibrated(seconds float64) {
+	p.Calibration = seconds
+	p.Seconds = p.pipeline + seconds
 }
 
 // SpeedUp returns the predicted speed-up over greedy pre-training on the
@@ -123,8 +135,12 @@ func (p *Plan) String() string {
 	}
 	fmt.Fprintf(&b, "%s plan%s: %d RBMs on %d of %d machines, %.3f s per window (bottleneck: %s)\n",
 		p.Strategy, search, p.Job.rbms(), used, len(p.Cluster.Machines), p.Window, neck)
-	fmt.Fprintf(&b, "predicted %.1f s for %d windows; greedy on %s %.1f s; speed-up %.2f, efficiency %.2f\n",
-		p.Seconds, p.Job.Windows, p.GreedyOn, p.Greedy, p.SpeedUp(), p.Efficiency())
+	calibration := ""
+	if p.Calibration > 0 {
+		calibration = fmt.Sprintf(" (%.1f s of calibration)", p.Calibration)
+	}
+	fmt.Fprintf(&b, "predicted %.1f s for %d windows%s; greedy on %s %.1f s; speed-up %.2f, efficiency %.2f\n",
+		p.Seconds, p.Job.Windows, calibration, p.GreedyOn, p.Greedy, p.SpeedUp(), p.Efficiency())
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "group\tRBMs\tmachines\tcompute s\tmessages s\tsync s\tlink s\twindow s\t")
 	for k, g := range p.Groups {
@@ -191,7 +207,8 @@ func (m *model) evaluate(s Strategy, exact bool, spans []span) *Plan {
 		total += m.capacity[k]
 	}
 	w := float64(m.job.Windows)
-	p.Seconds = (w-1)*p.Window + fill
+	p.pipeline = (w-1)*p.Window + fill
+	p.Seconds = p.pipeline
 	p.Greedy = w * m.groupWork(0, m.job.rbms(), 1) / m.capacity[fastest]
 	p.GreedyOn = m.cl.Machines[fastest].Name
 	p.capacity = total / m.capacity[fastest]

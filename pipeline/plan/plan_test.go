@@ -136,6 +136,31 @@ func TestCost(t *testing.T) {
 	}
 }
 
+// The calibration that measured the machines counts in the predicted
+// time once, however often the caller says how long it took, and in the
+// speed-up; the plan's text gives it.
+func TestCalibrated(t *testing.T) {
+	t.Parallel()
+	job := Job{Layers: []int{100, 50, 20}, BatchSize: 10, K: 2, Windows: 5}
+	cl := Cluster{Machines: []Machine{{Name: "a", CPUs: 1, Speed: 1}, {Name: "b", CPUs: 1, Speed: 1}}}
+	p, err := OnePerRBM(job, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipeline := p.Seconds
+	p.Calibrated(2)
+	p.Calibrated(0.5)
+	if p.Seconds != pipeline+0.5 || p.Calibration != 0.5 {
+		t.Errorf("Seconds = %g, Calibration = %g; want %g, 0.5", p.Seconds, p.Calibration, pipeline+0.5)
+	}
+	if got, want := p.SpeedUp(), p.Greedy/(pipeline+0.5); got != want {
+		t.Errorf("SpeedUp = %g; want %g", got, want)
+	}
+	if !strings.Contains(p.String(), "(0.5 s of calibration)") {
+		t.Errorf("the plan's text does not give its calibration:\n%s", p)
+	}
+}
+
 // TestMeasuredStepRows: a step cost measured for an RBM replaces StepRows
 // in its work, on replicas and in greedy's prediction alike; RBMs with none
 // measured keep StepRows.
