@@ -73,10 +73,13 @@ func (pr proc) name(i int) string {
 
 // Assumed costs of local slaves: loopback moves bytes for free, but
 // handling them costs CPU, ByteWork as the table3 report measured it (see
-// plan.Cluster.ByteWork).
+// plan.Cluster.ByteWork); a capped slave's quota costs it QuotaLoss, the
+// median of 2-9% measured at 0.225 to 0.9 CPU
+// (experiments/results/equal4_plans/).
 const (
-	localLatency  = 100e-6
-	localByteWork = 200
+	localLatency   = 100e-6
+	localByteWork  = 200
+	localQuotaLoss = 0.04
 )
 
 // calibration is how long the master measures its CD-1 speed.
@@ -106,6 +109,9 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 	calibrating := time.Now()
 	lay.speed = measureSpeed()
 	pc := plan.Cluster{Network: plan.Network{Latency: localLatency}, ByteWork: localByteWork}
+	if capped {
+		pc.QuotaLoss = localQuotaLoss
+	}
 	cpusOf := map[string]float64{}
 	for p, c := range machineCPUs {
 		name := fmt.Sprintf("process-%d", p+1)

@@ -28,8 +28,9 @@
 // threaded CD-1 steps on RefVisible x RefHidden in batches of RefBatch (or
 // on the shapes it is to train), turned into Speed by SpeedFromRate. Its
 // training rate is Speed·c·eff(c) with eff(c) = 1/(1 + ThreadLoss·(c-1)) for
-// c > 1 CPUs (and 1 below: a fractional CPU is a cgroup quota); it handles
-// message bytes on one thread, at Speed·min(c, 1).
+// c > 1 CPUs, 1 for one, and 1/(1 + QuotaLoss) below (a fractional CPU is a
+// cgroup quota); it handles message bytes on one thread, at
+// Speed·min(c, 1), times eff(c) below one CPU.
 //
 // A window is BatchSize·K samples (an epoch's last, shorter window counts as
 // a full one). A group of RBMs i..j on r replicas, each replica training

@@ -241,6 +241,12 @@ type Cluster struct {
 	// bandwidth): c CPUs train at c/(1 + ThreadLoss·(c-1)) times one CPU's
 	// speed. 0 means perfect scaling.
 	ThreadLoss float64
+	// QuotaLoss is the share of its speed a machine of less than one CPU
+	// loses to its CPU quota (a cgroup stops it for the rest of every
+	// period, and it resumes on a colder cache): c < 1 CPUs train, and
+	// handle bytes, at c/(1 + QuotaLoss) times one CPU's speed. 0 means
+	// none.
+	QuotaLoss float64
 }
 
 // Validate reports every problem of c at once, each as "key = value: reason".
@@ -275,6 +281,7 @@ func (c Cluster) Validate() error {
 	nonNegative("network.latency", c.Network.Latency)
 	nonNegative("byte_work", c.ByteWork)
 	nonNegative("thread_loss", c.ThreadLoss)
+	nonNegative("quota_loss", c.QuotaLoss)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("plan: cluster: %w", err)
 	}
@@ -339,12 +346,16 @@ func newModel(job Job, cl Cluster) (*model, error) {
 		m.params[i+1] = m.params[i] + job.paramBytes(i)
 	}
 	for _, mc := range cl.Machines {
-		eff := 1.0
-		if mc.CPUs > 1 {
+		eff, quota := 1.0, 1.0
+		switch {
+		case mc.CPUs > 1:
 			eff = 1 / (1 + cl.ThreadLoss*(mc.CPUs-1))
+		case mc.CPUs < 1:
+			eff = 1 / (1 + cl.QuotaLoss)
+			quota = eff
 		}
 		m.capacity = append(m.capacity, mc.Speed*1e9*mc.CPUs*eff)
-		m.handle = append(m.handle, mc.Speed*1e9*min(mc.CPUs, 1))
+		m.handle = append(m.handle, mc.Speed*1e9*min(mc.CPUs, 1)*quota)
 	}
 	return m, nil
 }

@@ -161,6 +161,37 @@ func TestCalibrated(t *testing.T) {
 	}
 }
 
+// A CPU quota slows a machine of less than one CPU by 1 + QuotaLoss, in
+// training and in handling bytes alike; a machine of a whole CPU or more
+// keeps its speed.
+func TestQuotaLoss(t *testing.T) {
+	t.Parallel()
+	job := Job{Layers: []int{100, 50, 20}, BatchSize: 10, K: 2, Windows: 5}
+	costs := func(cpus, loss float64) []Cost {
+		cl := Cluster{Machines: []Machine{{Name: "a", CPUs: cpus, Speed: 1}, {Name: "b", CPUs: cpus, Speed: 1}}, ByteWork: 200, QuotaLoss: loss}
+		p, err := OnePerRBM(job, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Costs
+	}
+	for _, cpus := range []float64{0.45, 1, 2} {
+		want := 1.0
+		if cpus < 1 {
+			want = 1.25
+		}
+		without, with := costs(cpus, 0), costs(cpus, 0.25)
+		for k := range with {
+			if r := with[k].Compute / without[k].Compute; math.Abs(r-want) > 1e-12 {
+				t.Errorf("%g CPUs, group %d: Compute %gx without the loss; want %g", cpus, k+1, r, want)
+			}
+			if r := with[k].Messages / without[k].Messages; math.Abs(r-want) > 1e-12 {
+				t.Errorf("%g CPUs, group %d: Messages %gx without the loss; want %g", cpus, k+1, r, want)
+			}
+		}
+	}
+}
+
 // TestMeasuredStepRows: a step cost measured for an RBM replaces StepRows
 // in its work, on replicas and in greedy's prediction alike; RBMs with none
 // measured keep StepRows.

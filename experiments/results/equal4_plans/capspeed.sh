@@ -1,20 +1,24 @@
 #!/bin/bash
 # The planner's calibration (uncapped, as the master makes it) and a 784x784
 # CD-1 step of 256 rows on one thread: the step uncapped, then under a 0.45
-# CPU quota against what the model predicts of it from that calibration.
+# CPU quota (CPUS="0.45 0.225" for several) against what the model predicts
+# of it from that calibration.
 # As root, with cgroup v1 (the cpu controller) or v2.
 set -e
 go build -o /tmp/capspeed ./experiments/capspeed
-in_cap() { # run "$@" in a cgroup of 0.45 CPU
+in_cap() { # run "${@:2}" in a cgroup of $1 CPU
+  q=$(python3 -c "print(int($1*100000))")
   if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
-    g=/sys/fs/cgroup/capspeed; mkdir -p $g; echo "45000 100000" > $g/cpu.max
+    g=/sys/fs/cgroup/capspeed; mkdir -p $g; echo "$q 100000" > $g/cpu.max
   else
-    g=/sys/fs/cgroup/cpu/capspeed; mkdir -p $g; echo 100000 > $g/cpu.cfs_period_us; echo 45000 > $g/cpu.cfs_quota_us
+    g=/sys/fs/cgroup/cpu/capspeed; mkdir -p $g; echo 100000 > $g/cpu.cfs_period_us; echo $q > $g/cpu.cfs_quota_us
   fi
-  sh -c "echo \$\$ > $g/cgroup.procs; exec $*"
+  sh -c "echo \$\$ > $g/cgroup.procs; exec ${*:2}"
 }
-for round in 1 2 3; do
-  out=$(/tmp/capspeed -seconds 1 -cpus 1); echo "$out"
-  speed=$(echo "$out" | sed -n 's/^calibration \([0-9.]*\) GFLOP.*/\1/p')
-  in_cap /tmp/capspeed -seconds 3 -cpus 0.45 -speed $speed
+for cpus in ${CPUS:-0.45}; do
+  for round in 1 2 3; do
+    out=$(/tmp/capspeed -seconds 1 -cpus 1); echo "$out"
+    speed=$(echo "$out" | sed -n 's/^calibration \([0-9.]*\) GFLOP.*/\1/p')
+    in_cap $cpus /tmp/capspeed -seconds 3 -cpus $cpus -speed $speed
+  done
 done
