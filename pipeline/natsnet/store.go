@@ -32,8 +32,9 @@ func BucketName(runID string) string { return "pipedbn-" + runID }
 // a majority of the copies).
 const MaxReplicas = 3
 
-// openTimeout bounds OpenJetStreamStore's wait for JetStream: a cluster
-// that has just started elects its JetStream leaders first.
+// openTimeout bounds OpenJetStreamStore's wait for JetStream, and Put's
+// and Get's for a bucket's stream: a cluster that has just started elects
+// its JetStream leaders first.
 const openTimeout = 30 * time.Second
 
 // OpenJetStreamStore opens (creating it if need be) the bucket of run
@@ -119,13 +120,14 @@ func (s *JetStreamStore) Put(ctx context.Context, name string, data []byte) erro
 const noRespondersWait = 250 * time.Millisecond
 
 // whileNoResponders calls op until it returns anything but "no
-// responders", or ctx ends. Nothing serves a bucket's stream for a moment
-// after it is created on a cluster, until its replicas elect a leader, or
-// while they elect a new one.
+// responders", ctx ends, or it has waited openTimeout. Nothing serves a
+// bucket's stream for a moment after it is created on a cluster, until its
+// replicas elect a leader, or while they elect a new one.
 func whileNoResponders(ctx context.Context, op func() error) error {
+	giveUp := time.Now().Add(openTimeout)
 	for {
 		err := op()
-		if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse) {
+		if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse) || time.Now().After(giveUp) {
 			return err
 		}
 		select {
