@@ -177,7 +177,7 @@ func (p *probe) measure(rbms []*rbm.RBM, x []float32) [][]ProbePoint {
 	for i, r := range rbms {
 		for _, s := range series[i] {
 			snap := at(r, s)
-			pt := ProbePoint{Seconds: s.at.Seconds(), Batches: s.batches, ReconError: reconError(snap, in[i], n)}
+			pt := ProbePoint{Seconds: s.at.Seconds(), Batches: s.batches, ReconError: ReconError(snap, in[i], n)}
 			if math.IsNaN(pt.ReconError) {
 				continue // a snapshot that diverged: nothing to draw
 			}

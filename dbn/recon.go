@@ -20,7 +20,7 @@ func finalRecon(rbms []*rbm.RBM, x []float32, n int) []float64 {
 	out := make([]float64, len(rbms))
 	in := x[:n*rbms[0].Visible]
 	for i, r := range rbms {
-		if out[i] = reconError(r, in, n); math.IsNaN(out[i]) {
+		if out[i] = ReconError(r, in, n); math.IsNaN(out[i]) {
 			return nil
 		}
 		if i+1 < len(rbms) {
@@ -32,9 +32,9 @@ func finalRecon(rbms []*rbm.RBM, x []float32, n int) []float64 {
 	return out
 }
 
-// reconError is r's mean squared reconstruction error on n rows of in (NaN
+// ReconError is r's mean squared reconstruction error on n rows of in (NaN
 // if a step fails).
-func reconError(r *rbm.RBM, in []float32, n int) float64 {
+func ReconError(r *rbm.RBM, in []float32, n int) float64 {
 	const batch = 500
 	// A CD-1 step with a zero learning rate measures without changing
 	// anything (on a clone, to be sure).

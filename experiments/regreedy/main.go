@@ -11,7 +11,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,7 +69,7 @@ func run(runDir, file string, set []string, k int, seed uint64) error {
 	again := stages[0].RBM()
 	rows := min(n, 10000)
 	fmt.Printf("rbm %d: the run's %.6f, greedy again on the run's input %.6f\n", k,
-		reconError(runRBM(m, k, x), x, rows), reconError(again, x, rows))
+		dbn.ReconError(runRBM(m, k, x), x, rows), dbn.ReconError(again, x, rows))
 	return nil
 }
 
@@ -97,21 +96,4 @@ func runRBM(m *dbn.Model, k int, x []float32) *rbm.RBM {
 	}
 	l := m.Pretrained[k-1]
 	return &rbm.RBM{Visible: l.In, Hidden: l.Out, W: l.W, B: l.B, A: a.Values}
-}
-
-// reconError is r's mean squared reconstruction error on the first n rows
-// of in, as result.json's final_recon_error measures it.
-func reconError(r *rbm.RBM, in []float32, n int) float64 {
-	const batch = 500
-	tr := rbm.NewTrainer(r.Clone(), min(batch, n), 1, 1)
-	sse := 0.0
-	for lo := 0; lo < n; lo += batch {
-		rows := min(batch, n-lo)
-		e, err := tr.Step(in[lo*r.Visible:(lo+rows)*r.Visible], rows, rbm.Params{}, nil, rbm.Probabilities)
-		if err != nil {
-			return math.NaN()
-		}
-		sse += e
-	}
-	return sse / float64(n*r.Visible)
 }

@@ -391,7 +391,13 @@ func TestKilledSlaveIsDeclaredLost(t *testing.T) {
 // test's master to it; both end with the test.
 func serve(t *testing.T) (*Embedded, *nats.Conn) {
 	t.Helper()
-	srv, err := StartEmbedded()
+	return serveWith(t, EmbeddedOptions{})
+}
+
+// serveWith is serve of a server started with opts.
+func serveWith(t *testing.T, opts EmbeddedOptions) (*Embedded, *nats.Conn) {
+	t.Helper()
+	srv, err := StartEmbeddedWith(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,16 +13,7 @@ import (
 // before its replicas elect a leader) waits for it instead of failing.
 func TestStoreWaitsForItsStream(t *testing.T) {
 	t.Parallel()
-	srv, err := StartEmbeddedWith(EmbeddedOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := Connect(srv.URL(), "test-master")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	_, nc := serveWith(t, EmbeddedOptions{StoreDir: t.TempDir()})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	store, err := OpenJetStreamStore(ctx, nc, "leaderless")

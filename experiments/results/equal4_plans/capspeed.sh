@@ -6,15 +6,7 @@
 # As root, with cgroup v1 (the cpu controller) or v2.
 set -e
 go build -o /tmp/capspeed ./experiments/capspeed
-in_cap() { # run "${@:2}" in a cgroup of $1 CPU
-  q=$(python3 -c "print(int($1*100000))")
-  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
-    g=/sys/fs/cgroup/capspeed; mkdir -p $g; echo "$q 100000" > $g/cpu.max
-  else
-    g=/sys/fs/cgroup/cpu/capspeed; mkdir -p $g; echo 100000 > $g/cpu.cfs_period_us; echo $q > $g/cpu.cfs_quota_us
-  fi
-  sh -c "echo \$\$ > $g/cgroup.procs; exec ${*:2}"
-}
+. "$(dirname "$0")/in_cap.sh"
 for cpus in ${CPUS:-0.45}; do
   for round in 1 2 3; do
     out=$(/tmp/capspeed -seconds 1 -cpus 1); echo "$out"
