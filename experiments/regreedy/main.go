@@ -66,10 +66,13 @@ func run(runDir, file string, set []string, k int, seed uint64) error {
 	if err != nil {
 		return err
 	}
-	again := stages[0].RBM()
-	rows := min(n, 10000)
+	own, err := runRBM(m, k)
+	if err != nil {
+		return err
+	}
+	rows := min(n, 10000) // as final_recon_error counts them
 	fmt.Printf("rbm %d: the run's %.6f, greedy again on the run's input %.6f\n", k,
-		dbn.ReconError(runRBM(m, k, x), x, rows), dbn.ReconError(again, x, rows))
+		dbn.ReconError(own, x, rows), dbn.ReconError(stages[0].RBM(), x, rows))
 	return nil
 }
 
@@ -85,15 +88,16 @@ func transform(w, b, x []float32, n int) []float32 {
 
 // runRBM is RBM_k of the run whose model is m, with its visible biases
 // a<k> from its weights.npz.
-func runRBM(m *dbn.Model, k int, x []float32) *rbm.RBM {
-	arrays, err := data.ReadNPZFloats(filepath.Join(m.Dir, dbn.WeightsFile))
+func runRBM(m *dbn.Model, k int) (*rbm.RBM, error) {
+	path := filepath.Join(m.Dir, dbn.WeightsFile)
+	arrays, err := data.ReadNPZFloats(path)
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
 	a, ok := arrays[fmt.Sprintf("a%d", k)]
 	if !ok {
-		panic(fmt.Sprintf("%s holds no a%d", m.Dir, k))
+		return nil, fmt.Errorf("%s holds no a%d", path, k)
 	}
 	l := m.Pretrained[k-1]
-	return &rbm.RBM{Visible: l.In, Hidden: l.Out, W: l.W, B: l.B, A: a.Values}
+	return &rbm.RBM{Visible: l.In, Hidden: l.Out, W: l.W, B: l.B, A: a.Values}, nil
 }
