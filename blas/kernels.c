@@ -128,3 +128,47 @@ const char *pd_kernel_level(void) {
 	static const char *names[] = {"base", "avx2", "avx512"};
 	return names[level()];
 }
+
+// OpenBLAS's CBLAS GEMM, declared here rather than through cblas.h, whose
+// place differs between systems; its enums are ints.
+void cblas_sgemm(int order, int transa, int transb, int m, int n, int k,
+		float alpha, const float *a, int lda, const float *b, int ldb,
+		float beta, float *c, int ldc);
+
+enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+
+// pd_cd_step is blas.CDStep's runEach in one call: the same GEMMs and
+// kernels in the same order, so the same bits.
+double pd_cd_step(long rows, long V, long H, long k, int logistic,
+		const float *v0, float *w, const float *a, const float *b,
+		float *h0, float *hs, float *vk, float *hk,
+		float *sumh0, float *sumhk, float *diffa,
+		float *velw, float scale, float beta, float decay, float carry,
+		float *middle, int middle_samples, uint32_t *state, int *finite) {
+	memset(sumh0, 0, H * sizeof(float));
+	memset(sumhk, 0, H * sizeof(float));
+	cblas_sgemm(ROW_MAJOR, NO_TRANS, NO_TRANS, rows, H, V, 1, v0, V, w, H, 0, h0, H);
+	pd_logistic_bias_sample(h0, hs, rows, H, b, sumh0, state);
+	if (middle) {
+		memcpy(middle, middle_samples ? hs : h0, rows * H * sizeof(float));
+	}
+	double sse = 0;
+	for (long step = 0; step < k; step++) {
+		cblas_sgemm(ROW_MAJOR, NO_TRANS, TRANS, rows, V, H, 1, hs, H, w, H, 0, vk, V);
+		memset(diffa, 0, V * sizeof(float));
+		double e = pd_reconstruct(vk, v0, rows, V, a, diffa, logistic);
+		if (step == 0) {
+			sse = e;
+		}
+		cblas_sgemm(ROW_MAJOR, NO_TRANS, NO_TRANS, rows, H, V, 1, vk, V, w, H, 0, hk, H);
+		if (step < k - 1) {
+			pd_logistic_bias_sample(hk, hs, rows, H, b, 0, state);
+		} else {
+			pd_logistic_bias(hk, rows, H, b, sumhk);
+		}
+	}
+	cblas_sgemm(ROW_MAJOR, TRANS, NO_TRANS, V, H, rows, scale, v0, V, h0, H, beta, velw, H);
+	cblas_sgemm(ROW_MAJOR, TRANS, NO_TRANS, V, H, rows, -scale, vk, V, hk, H, 1, velw, H);
+	*finite = pd_momentum_step(w, velw, V * H, decay, carry) == 0;
+	return sse;
+}

@@ -18,6 +18,12 @@ double pd_reconstruct(float *x, const float *v0, long rows, long cols,
 int pd_momentum_step(float *w, float *vel, long n, float decay, float carry);
 void pd_sigmoid_delta(float *d, const float *h, long rows, long cols, float *colsum);
 const char *pd_kernel_level(void);
+double pd_cd_step(long rows, long V, long H, long k, int logistic,
+		const float *v0, float *w, const float *a, const float *b,
+		float *h0, float *hs, float *vk, float *hk,
+		float *sumh0, float *sumhk, float *diffa,
+		float *velw, float scale, float beta, float decay, float carry,
+		float *middle, int middle_samples, uint32_t *state, int *finite);
 void pd_cap_level(int l);
 */
 import "C"
@@ -66,3 +72,21 @@ func sigmoidDelta(delta, h []float32, rows, cols int, colSum []float32) {
 // capKernelLevel makes the kernels use at most variant l (0 base, 1 AVX2,
 // 2 AVX-512; -1 removes the cap). Tests use it to cover every variant.
 func capKernelLevel(l int) { C.pd_cap_level(C.int(l)) }
+
+// run is runEach in one call out of Go.
+func (s *CDStep) run() (sse float64, finite bool) {
+	var logistic, samples C.int
+	if s.Logistic {
+		logistic = 1
+	}
+	if s.MiddleSamples {
+		samples = 1
+	}
+	e := C.pd_cd_step(C.long(s.Rows), C.long(s.Visible), C.long(s.Hidden), C.long(s.K), logistic,
+		fptr(s.V0), fptr(s.W), fptr(s.A), fptr(s.B),
+		fptr(s.H0), fptr(s.HS), fptr(s.VK), fptr(s.HK),
+		fptr(s.SumH0), fptr(s.SumHk), fptr(s.DiffA),
+		fptr(s.VelW), C.float(s.Scale), C.float(s.Beta), C.float(s.Decay), C.float(s.Carry),
+		fptr(s.Middle), samples, (*C.uint32_t)(&s.RNG.s[0]), (*C.int)(unsafe.Pointer(&s.finite)))
+	return float64(e), s.finite != 0
+}

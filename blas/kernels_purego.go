@@ -30,3 +30,5 @@ func sigmoidDelta(delta, h []float32, rows, cols int, colSum []float32) {
 
 // capKernelLevel is a no-op in the purego build: there is one variant.
 func capKernelLevel(l int) {}
+
+func (s *CDStep) run() (sse float64, finite bool) { return s.runEach() }

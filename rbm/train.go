@@ -72,6 +72,9 @@ type Trainer struct {
 
 	// The last committed W, A and B, restored on divergence.
 	goodW, goodA, goodB []float32
+
+	// cd is the step's arithmetic, kept here so that Step allocates nothing.
+	cd blas.CDStep
 }
 
 // NewTrainer returns a Trainer for r with room for batches of up to
@@ -170,49 +173,22 @@ func (t *Trainer) Step(v0 []float32, rows int, p Params, middle []float32, kind 
 			panic(fmt.Sprintf("rbm: Step: invalid %v", kind))
 		}
 	}
-	v0 = v0[:rows*V]
-	h0, hs, vk, hk := t.h0[:rows*H], t.hs[:rows*H], t.vk[:rows*V], t.hk[:rows*H]
-	clear(t.sumH0)
-	clear(t.sumHk)
-
-	// Positive phase.
-	blas.Gemm(false, false, rows, H, V, 1, v0, V, r.W, H, 0, h0, H)
-	blas.SigmoidBiasSample(h0, hs, rows, H, r.B, t.sumH0, &t.rng)
-	if middle != nil {
-		if kind == Samples {
-			copy(middle, hs)
-		} else {
-			copy(middle, h0)
-		}
-	}
-
-	// Negative phase: k steps of the Gibbs chain from hs.
-	logistic := r.Units == Bernoulli
-	for step := 0; step < t.k; step++ {
-		blas.Gemm(false, true, rows, V, H, 1, hs, H, r.W, H, 0, vk, V)
-		clear(t.diffA)
-		e := blas.Reconstruct(vk, v0, rows, V, r.A, t.diffA, logistic)
-		if step == 0 {
-			sse = e
-		}
-		blas.Gemm(false, false, rows, H, V, 1, vk, V, r.W, H, 0, hk, H)
-		if step < t.k-1 {
-			blas.SigmoidBiasSample(hk, hs, rows, H, r.B, nil, &t.rng)
-		} else {
-			blas.SigmoidBias(hk, rows, H, r.B, t.sumHk)
-		}
-	}
-
-	// Update. The gradient goes straight into the momentum buffer through
-	// GEMM's alpha and beta, and one fused pass applies decay and velocity
-	// to W while checking that it stayed finite, and leaves m·vel in the
-	// buffer: while the momentum holds, beta is 1 and GEMM makes no pass of
-	// its own over the buffer (velCarry).
+	// The step's GEMMs and kernels in one call out of Go (blas.CDStep).
+	// The gradient goes straight into the momentum buffer through GEMM's
+	// alpha and beta, and one fused pass applies decay and velocity to W
+	// while checking that it stayed finite, and leaves m·vel in the
+	// buffer: while the momentum holds, beta is 1 and GEMM makes no pass
+	// of its own over the buffer (velCarry).
 	lr, m := p.LearningRate, p.Momentum
 	scale := lr / float32(rows)
-	blas.Gemm(true, false, V, H, rows, scale, v0, V, h0, H, blas.MomentumBeta(m, t.velCarry), t.velW, H)
-	blas.Gemm(true, false, V, H, rows, -scale, vk, V, hk, H, 1, t.velW, H)
-	finite := blas.MomentumStep(r.W, t.velW, lr*p.WeightDecay, blas.MomentumCarry(m))
+	t.cd = blas.CDStep{
+		Rows: rows, Visible: V, Hidden: H, K: t.k, Logistic: r.Units == Bernoulli,
+		V0: v0, W: r.W, A: r.A, B: r.B,
+		H0: t.h0, HS: t.hs, VK: t.vk, HK: t.hk, SumH0: t.sumH0, SumHk: t.sumHk, DiffA: t.diffA,
+		VelW: t.velW, Scale: scale, Beta: blas.MomentumBeta(m, t.velCarry), Decay: lr * p.WeightDecay, Carry: blas.MomentumCarry(m),
+		Middle: middle, MiddleSamples: kind == Samples, RNG: &t.rng,
+	}
+	sse, finite := t.cd.Run()
 	t.velCarry = m
 	finite = updateBias(r.A, t.velA, t.diffA, nil, m, scale) && finite
 	finite = updateBias(r.B, t.velB, t.sumH0, t.sumHk, m, scale) && finite
