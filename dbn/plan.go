@@ -118,7 +118,7 @@ func layoutLocal(cfg *config.Config, stages []pipeline.StageConfig, examples int
 		cpusOf[name] = c
 		pc.Machines = append(pc.Machines, plan.Machine{Name: name, CPUs: c, Speed: lay.speed})
 	}
-	lay.plan, lay.stepRows, err = planMeasured(cl, explicit, job, pc)
+	lay.plan, lay.stepRows, err = planMeasured(cl, explicit, job, pc, capped)
 	if err != nil {
 		return nil, fmt.Errorf("plan the local slaves: %w", err)
 	}
@@ -227,8 +227,9 @@ func planLocal(cl config.Cluster, explicit []config.StageGroup, job plan.Job, pc
 // step costs measured for it (job.StepRows; nil: none measured).
 // Replicas take a step per sub-batch, whose cost depends on the RBM's
 // shape and this machine: measure it for each RBM the plan replicates,
-// and plan again, until the plan replicates no RBM left unmeasured.
-func planMeasured(cl config.Cluster, explicit []config.StageGroup, job plan.Job, pc plan.Cluster) (*plan.Plan, []float64, error) {
+// and plan again, until the plan replicates no RBM left unmeasured. On
+// capped machines a step costs its process's CPU time (measureStepRows).
+func planMeasured(cl config.Cluster, explicit []config.StageGroup, job plan.Job, pc plan.Cluster, capped bool) (*plan.Plan, []float64, error) {
 	for {
 		p, err := planLocal(cl, explicit, job, pc)
 		if err != nil {
@@ -241,7 +242,7 @@ func planMeasured(cl config.Cluster, explicit []config.StageGroup, job plan.Job,
 		if job.StepRows == nil {
 			job.StepRows = make([]float64, len(job.Layers)-1)
 		}
-		measureStepRows(job, unmeasured)
+		measureStepRows(job, unmeasured, capped)
 	}
 }
 
@@ -329,8 +330,11 @@ var measureStepCost = rbm.MeasureStepCost
 // sub-batch of 8 replicas (smaller steps tell the cost apart from the
 // machine's noise better than the larger sub-batches of fewer replicas).
 // An RBM measured at no cost at all gets the least above it, so that it
-// counts as measured.
-func measureStepRows(job plan.Job, rbms []int) {
+// counts as measured. Capped, the steps are compared by the CPU time
+// their process spent: a quota also takes from a step what the Go
+// runtime spends on its other threads while the step is in C, which a
+// small step pays as much of as a full one (experiments/results/cgo_calls/).
+func measureStepRows(job plan.Job, rbms []int, capped bool) {
 	threads := blas.Threads()
 	blas.SetThreads(1)
 	defer blas.SetThreads(threads)
@@ -347,7 +351,11 @@ func measureStepRows(job plan.Job, rbms []int) {
 		if !done {
 			s = plan.StepRows // mini-batches of a row or so: nothing to tell apart
 			if small < job.BatchSize {
-				full, sub := measureStepCost(shape[0], shape[1], job.BatchSize, small, max(1, job.CDK), stepCalibration)
+				c := measureStepCost(shape[0], shape[1], job.BatchSize, small, max(1, job.CDK), stepCalibration)
+				full, sub := c.Full, c.Sub
+				if capped {
+					full, sub = c.FullCPU, c.SubCPU
+				}
 				s = plan.StepRowsFrom(full, sub, job.BatchSize, small)
 			}
 			measured[shape] = s

@@ -8,6 +8,7 @@ import (
 
 	"github.com/pipedbn/pipedbn/pipeline"
 	"github.com/pipedbn/pipedbn/pipeline/plan"
+	"github.com/pipedbn/pipedbn/rbm"
 )
 
 // TestUnequalMachinesPlan: with cluster.machine_cpus, each local slave
@@ -23,8 +24,9 @@ func TestUnequalMachinesPlan(t *testing.T) {
 	// rows as a quiet machine measures (8), for a plan that does not
 	// follow the load of the tests beside it.
 	measured := measureStepCost
-	measureStepCost = func(_, _, batch, small, _ int, _ time.Duration) (time.Duration, time.Duration) {
-		return time.Duration(batch+8) * time.Microsecond, time.Duration(small+8) * time.Microsecond
+	measureStepCost = func(_, _, batch, small, _ int, _ time.Duration) rbm.StepCost {
+		full, sub := time.Duration(batch+8)*time.Microsecond, time.Duration(small+8)*time.Microsecond
+		return rbm.StepCost{Full: full, Sub: sub, FullCPU: full, SubCPU: sub}
 	}
 	defer func() { measureStepCost = measured }()
 	cfg := loadConfig(t, `

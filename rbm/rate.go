@@ -3,6 +3,7 @@ package rbm
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -23,29 +24,60 @@ func MeasureRate(visible, hidden, batch, cdK int, d time.Duration) float64 {
 	return float64(steps*batch) / time.Since(start).Seconds()
 }
 
+// StepCost is what CD steps of two sizes cost on this machine
+// (MeasureStepCost).
+type StepCost struct {
+	// Full and Sub are the fastest step of the full and of the small
+	// size by the wall clock: what a step takes where the process has
+	// the CPUs it wants.
+	Full, Sub time.Duration
+	// FullCPU and SubCPU are the median CPU time the whole process spent
+	// during a step of each size: the step's own, and what the Go
+	// runtime's other threads spend meanwhile (its scheduler wakes for
+	// every BLAS call, so small steps pay more of it). Under a CPU quota
+	// every thread's time counts, so this is what a capped step costs.
+	FullCPU, SubCPU time.Duration
+}
+
 // MeasureStepCost times CD-cdK steps of a fresh visible x hidden Bernoulli
 // RBM on random input, alternating steps of batch rows and of small rows
-// for about d (at least three of each after an untimed one of each), and
-// returns the fastest step of each size: what a step costs whatever its
-// rows follows from the two (plan.StepRowsFrom). Alternating makes the two
-// see the same machine, whose speed drifts; the fastest step leaves out the
-// ones another process interrupted. It uses the BLAS threads as they are set.
-func MeasureStepCost(visible, hidden, batch, small, cdK int, d time.Duration) (full, sub time.Duration) {
+// for about d (at least three of each after an untimed one of each): what
+// a step costs whatever its rows follows from the two sizes
+// (plan.StepRowsFrom). Alternating makes the two see the same machine,
+// whose speed drifts; the fastest step by the wall clock leaves out the
+// ones another process interrupted, and the median by CPU time those
+// the process's other work fell into. It uses the BLAS threads as they
+// are set.
+func MeasureStepCost(visible, hidden, batch, small, cdK int, d time.Duration) StepCost {
 	step := calibrationSteps(visible, hidden, batch, cdK)
-	timed := func(rows int) time.Duration {
-		start := time.Now()
+	var fullCPU, subCPU []time.Duration
+	timed := func(rows int, cpus *[]time.Duration) time.Duration {
+		start, cpu := time.Now(), processCPU()
 		step(rows)
-		return time.Since(start)
+		wall := time.Since(start)
+		*cpus = append(*cpus, processCPU()-cpu)
+		return wall
 	}
 	step(batch) // warm: buffers, BLAS threads
 	step(small)
-	full, sub = time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
+	c := StepCost{Full: time.Duration(math.MaxInt64), Sub: time.Duration(math.MaxInt64)}
 	start := time.Now()
 	for n := 0; n < 3 || time.Since(start) < d; n++ {
-		full = min(full, timed(batch))
-		sub = min(sub, timed(small))
+		c.Full = min(c.Full, timed(batch, &fullCPU))
+		c.Sub = min(c.Sub, timed(small, &subCPU))
 	}
-	return full, sub
+	c.FullCPU, c.SubCPU = median(fullCPU), median(subCPU)
+	return c
+}
+
+// median returns the middle of ds (the upper one of an even count),
+// which it sorts; 0 for none.
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2]
 }
 
 // calibrationSteps returns a function that takes one CD-cdK step of a fresh

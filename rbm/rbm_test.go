@@ -326,7 +326,8 @@ func TestMeasureRate(t *testing.T) {
 }
 
 // MeasureStepCost times real steps of both sizes: positive, and a step of
-// an eighth of the rows markedly faster than a full one.
+// an eighth of the rows markedly faster than a full one, by the wall clock
+// and by the process's CPU time.
 func TestMeasureStepCost(t *testing.T) {
 	// The fastest step of each size leaves out those another process
 	// interrupted, but on a busy machine (the race detector's suite runs
@@ -336,12 +337,12 @@ func TestMeasureStepCost(t *testing.T) {
 	threads := blas.Threads()
 	blas.SetThreads(1)
 	defer blas.SetThreads(threads)
-	var full, sub time.Duration
+	var c StepCost
 	for d := 20 * time.Millisecond; d <= 320*time.Millisecond; d *= 4 {
-		full, sub = MeasureStepCost(256, 256, 256, 32, 1, d)
-		if sub > 0 && full > 2*sub {
+		c = MeasureStepCost(256, 256, 256, 32, 1, d)
+		if c.Sub > 0 && c.Full > 2*c.Sub && c.SubCPU > 0 && c.FullCPU > 2*c.SubCPU {
 			return
 		}
 	}
-	t.Errorf("MeasureStepCost(256x256, 256 rows against 32) = %v, %v; want both > 0, the full step over twice the small one", full, sub)
+	t.Errorf("MeasureStepCost(256x256, 256 rows against 32) = %+v; want all > 0, each full step over twice the small one", c)
 }

@@ -20,8 +20,8 @@
 // Whether the visible units are Bernoulli or Gaussian changes neither term
 // noticeably, so the model ignores it. Each step costs StepRows samples more
 // (the weight update and the GEMMs' fixed costs, 8 fitted), or what
-// Job.StepRows measured for the RBM's shape on the machine (StepRowsFrom):
-// a stage replica, one of r, takes r steps a mini-batch, a sub-batch each.
+// Job.StepRows measured for the RBM's shape on the machine (StepRowsFrom;
+// dbn measures capped machines' by CPU time): a stage replica, one of r, takes r steps a mini-batch, a sub-batch each.
 //
 // A machine (Machine) has CPUs and a Speed in GFLOP/s per CPU of that work.
 // A slave would measure it at registration: about a second of single-
