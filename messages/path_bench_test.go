@@ -11,6 +11,13 @@ func pathChunk() *Chunk {
 	return testChunk(1, 784, 256, 256, 256, 256, 256, 256, 256, 256)
 }
 
+// pathChunkUint8 is pathChunk's window as a stage sends it under the
+// default middle precision: its values rounded to uint8 codes and sent so
+// (Chunk.Encoding), 1.6 MB.
+func pathChunkUint8() *Chunk {
+	return testChunkIn(EncodingUint8, 1, 784, 256, 256, 256, 256, 256, 256, 256, 256)
+}
+
 // The parts a window travels in: one, as the local NATS server's 8 MiB
 // max_payload carries it, or 1 MiB ones, a default server's.
 var pathParts = []struct {
@@ -23,7 +30,10 @@ var pathParts = []struct {
 // (a copy between warm buffers, a CRC-32C pass), the receive (a copy of
 // each part into fresh memory, as nats.go's parser does, then reassembly
 // and the decode into a message), and the send (EncodeEach, each part
-// copied into a reused buffer, as nats.Conn.Publish copies it).
+// copied into a reused buffer, as nats.Conn.Publish copies it). The
+// receive, reassemble+decode and encode+fragment steps run again on the
+// window in uint8 (the default middle precision), named .../uint8/PARTS;
+// their bytes are that window's own encoded length.
 func BenchmarkWindowPath(b *testing.B) {
 	c := pathChunk()
 	enc, err := Encode(c)
@@ -64,18 +74,31 @@ func BenchmarkWindowPath(b *testing.B) {
 			}
 		}
 	})
+	benchPathSteps(b, c, "", size)
+	u := pathChunkUint8()
+	encU, err := Encode(u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchPathSteps(b, u, "uint8/", int64(len(encU)))
+}
+
+// benchPathSteps runs the receive, reassemble+decode and encode+fragment
+// steps of BenchmarkWindowPath on window c, named STEP/INFIXPARTS, each
+// setting size bytes.
+func benchPathSteps(b *testing.B, c *Chunk, infix string, size int64) {
 	for _, pp := range pathParts {
 		parts, err := EncodeParts(c, pp.maxPart, 1)
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run("receive/"+pp.name, func(b *testing.B) {
+		b.Run("receive/"+infix+pp.name, func(b *testing.B) {
 			benchReceive(b, parts, size, true)
 		})
-		b.Run("reassemble+decode/"+pp.name, func(b *testing.B) {
+		b.Run("reassemble+decode/"+infix+pp.name, func(b *testing.B) {
 			benchReceive(b, parts, size, false)
 		})
-		b.Run("encode+fragment/"+pp.name, func(b *testing.B) {
+		b.Run("encode+fragment/"+infix+pp.name, func(b *testing.B) {
 			wire := make([]byte, 0, pp.maxPart)
 			b.SetBytes(size)
 			b.ReportAllocs()
