@@ -332,8 +332,8 @@ var measureStepCost = rbm.MeasureStepCost
 // An RBM measured at no cost at all gets the least above it, so that it
 // counts as measured. Capped, the steps are compared by the CPU time
 // their process spent: a quota also takes from a step what the Go
-// runtime spends on its other threads while the step is in C, which a
-// small step pays as much of as a full one (experiments/results/cgo_calls/).
+// runtime spends on its other threads while the step is in C, a larger
+// share of a small step than of a full one (experiments/results/cgo_calls/).
 func measureStepRows(job plan.Job, rbms []int, capped bool) {
 	threads := blas.Threads()
 	blas.SetThreads(1)

@@ -33,9 +33,9 @@ type StepCost struct {
 	Full, Sub time.Duration
 	// FullCPU and SubCPU are the median CPU time the whole process spent
 	// during a step of each size: the step's own, and what the Go
-	// runtime's other threads spend meanwhile (its scheduler wakes for
-	// every BLAS call, so small steps pay more of it). Under a CPU quota
-	// every thread's time counts, so this is what a capped step costs.
+	// runtime's other threads spend while the step is in C, a larger
+	// share of a small step than of a full one. Under a CPU quota every
+	// thread's time counts, so this is what a capped step costs.
 	FullCPU, SubCPU time.Duration
 }
 
