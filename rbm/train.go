@@ -189,6 +189,7 @@ func (t *Trainer) Step(v0 []float32, rows int, p Params, middle []float32, kind 
 		Middle: middle, MiddleSamples: kind == Samples, RNG: &t.rng,
 	}
 	sse, finite := t.cd.Run()
+	t.cd = blas.CDStep{} // keeps none of the caller's buffers alive between steps
 	t.velCarry = m
 	finite = updateBias(r.A, t.velA, t.diffA, nil, m, scale) && finite
 	finite = updateBias(r.B, t.velB, t.sumH0, t.sumHk, m, scale) && finite
