@@ -3,7 +3,6 @@ package blas
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 )
 
@@ -59,9 +58,7 @@ func TestCDStepRunIsRunEach(t *testing.T) {
 				"VK": {one.VK, each.VK}, "HK": {one.HK, each.HK}, "SumH0": {one.SumH0, each.SumH0},
 				"SumHk": {one.SumHk, each.SumHk}, "DiffA": {one.DiffA, each.DiffA}, "Middle": {one.Middle, each.Middle},
 			} {
-				if !slices.EqualFunc(pair[0], pair[1], func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }) {
-					t.Fatalf("%+v step %d: %s differs between Run and runEach", c, step, name)
-				}
+				sameBits(t, name, pair[0], pair[1])
 			}
 			if one.RNG.s != each.RNG.s {
 				t.Fatalf("%+v step %d: the generators differ", c, step)
