@@ -11,4 +11,5 @@ for i in $(seq 1 $n); do
   pids+=($!)
 done
 wait "${pids[@]}"
+for i in $(seq 1 $n); do rmdir /sys/fs/cgroup/cpu/contend$i; done
 cat /tmp/contend-*.txt | head -$n; rm -f /tmp/contend-*.txt
