@@ -3,6 +3,7 @@
 # AFTER side by side, alternating, on a quiet box. From the repository root:
 #   bash experiments/results/one_call_step/run.sh /tmp/one_call_step
 #   PART2=1 bash experiments/results/one_call_step/run.sh /tmp/one_call_step
+#   ROUNDS="3 4" NO_GREEDY=1 bash experiments/results/one_call_step/run.sh /tmp/one_call_step
 # Writes each run's result.json under OUT/<run>/ and the masters' logs beside.
 set -e
 BEFORE=${BEFORE:-9f0f443}
@@ -21,14 +22,14 @@ run() { # run NAME SIDE ARGS...
   $O/master-$2 run "${@:3}" --http "" --out $O/$1-$2 > $O/$1-$2.log 2>&1
 }
 if [ "${PART2:-0}" != 1 ]; then
-for round in 1 2; do
+for round in ${ROUNDS:-1 2}; do
   for side in before after; do
-    [ $round = 2 ] && side=$([ $side = before ] && echo after || echo before)
+    [ $((round % 2)) = 0 ] && side=$([ $side = before ] && echo after || echo before)
     run equal4-one-r$round $side --config experiments/equal4.yaml --set pretrain.mode=pipelined --set cluster.plan=one-per-rbm
     run quickstart8-r$round $side --config configs/quickstart.yaml --set finetune.epochs=0 --set cluster.cpus_per_worker=0.225 --set cluster.local_slaves=8
   done
 done
-for side in before after; do
+[ -n "$NO_GREEDY" ] || for side in before after; do
   run equal4-greedy $side --config experiments/equal4.yaml --set pretrain.mode=greedy
 done
 fi
